@@ -1,0 +1,159 @@
+#include "backend_cpu/evaluator.h"
+
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/gemm.h"
+#include "ir/printer.h"
+#include "ir/shape_inference.h"
+#include "support/status.h"
+
+namespace qcc::cpu {
+
+std::vector<const ir::Node*> UnsupportedNodes(const ir::Graph& graph) {
+  std::vector<const ir::Node*> missing;
+  for (const auto& n : graph.nodes()) {
+    if (DefaultOpRegistry().Find(n->kind()) == nullptr) missing.push_back(n.get());
+  }
+  return missing;
+}
+
+absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& graph,
+                                                             EvalOptions options) {
+  std::vector<const ir::Node*> missing = UnsupportedNodes(graph);
+  if (!missing.empty()) {
+    const ir::Node* n = missing.front();
+    return absl::UnimplementedError(absl::StrCat(
+        "node '", n->name(), "': op ", ir::OpName(n->kind()), " (opset ", graph.opset(),
+        ") has no CPU kernel yet"));
+  }
+  if (options.num_threads <= 0) {
+    options.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  auto ev = std::unique_ptr<Evaluator>(new Evaluator(graph, options));
+  return ev;
+}
+
+absl::Status Evaluator::CheckInputs(absl::Span<const Tensor> inputs) const {
+  const auto& graph_inputs = graph_.inputs();
+  if (inputs.size() != graph_inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", graph_inputs.size(),
+                                                   " inputs, got ", inputs.size()));
+  }
+  absl::flat_hash_map<ir::Dim, int64_t> symbols;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& v = *graph_inputs[i];
+    const Tensor& t = inputs[i];
+    if (t.dtype() != v.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", v.name(), "' must be ",
+                                                     DTypeName(v.dtype()), ", got ",
+                                                     DTypeName(t.dtype())));
+    }
+    if (!v.type().has_rank()) continue;
+    const auto& dims = *v.type().dims;
+    bool ok = static_cast<int64_t>(dims.size()) == t.rank();
+    for (size_t a = 0; ok && a < dims.size(); ++a) {
+      if (ir::IsKnown(dims[a])) {
+        ok = dims[a] == t.dim(a);
+      } else if (ir::IsSymbol(dims[a])) {
+        auto [it, inserted] = symbols.emplace(dims[a], t.dim(a));
+        ok = inserted || it->second == t.dim(a);
+      }
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", v.name(), "' must have shape ",
+                       ir::TypeToString(graph_, v.type()), ", got ", DimsToString(t.dims())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inputs) const {
+  QCC_RETURN_IF_ERROR(CheckInputs(inputs));
+  SetGemmThreads(options_.num_threads);
+
+  // Remaining uses per value, so intermediate tensors are freed as soon as they are dead.
+  absl::flat_hash_map<const ir::Value*, Tensor> live;
+  absl::flat_hash_map<const ir::Value*, int> remaining;
+  for (const auto& n : graph_.nodes()) {
+    for (const ir::Value* v : n->inputs()) {
+      if (v != nullptr) ++remaining[v];
+    }
+  }
+  for (const ir::Value* v : graph_.outputs()) ++remaining[v];
+  for (size_t i = 0; i < inputs.size(); ++i) live[graph_.inputs()[i]] = inputs[i];
+  auto lookup = [&](const ir::Value* v) -> Tensor {
+    if (v == nullptr) return Tensor();
+    if (const Tensor* c = v->constant()) return *c;
+    auto it = live.find(v);
+    return it == live.end() ? Tensor() : it->second;
+  };
+
+  for (const auto& node : graph_.nodes()) {
+    const OpEntry& entry = *registry_.Find(node->kind());
+    const bool upcast = entry.float_policy == FloatPolicy::kComputeInF32;
+    std::vector<Tensor> in;
+    std::vector<ir::TensorType> in_types;
+    std::vector<const Tensor*> in_values;
+    in.reserve(node->num_inputs());
+    for (const ir::Value* v : node->inputs()) {
+      Tensor t = lookup(v);
+      if (v != nullptr && !t.defined()) {
+        return absl::InternalError(absl::StrCat("node '", node->name(), "': input '", v->name(),
+                                                "' has not been computed"));
+      }
+      in.push_back(t);
+    }
+    for (const Tensor& t : in) {
+      in_types.push_back(t.defined() ? ir::TensorType(t.dtype(), std::vector<ir::Dim>(
+                                                                     t.dims().begin(),
+                                                                     t.dims().end()))
+                                     : ir::TensorType());
+    }
+    for (const Tensor& t : in) in_values.push_back(t.defined() ? &t : nullptr);
+    QCC_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types,
+                         ir::InferNode(*node, in_types, in_values));
+    if (upcast) {
+      for (Tensor& t : in) {
+        if (IsReducedFloat(t.dtype())) t = CastTensor(t, DType::kFloat32);
+      }
+    }
+    std::vector<Tensor> out;
+    out.reserve(out_types.size());
+    for (size_t i = 0; i < out_types.size(); ++i) {
+      const ir::TensorType& tt = out_types[i];
+      if (!tt.IsStatic()) {
+        return absl::InternalError(absl::StrCat("node '", node->name(), "' (",
+                                                ir::OpName(node->kind()),
+                                                "): output shape could not be computed"));
+      }
+      const DType dt = upcast && IsReducedFloat(tt.dtype) ? DType::kFloat32 : tt.dtype;
+      out.emplace_back(dt, tt.StaticDims());
+    }
+    OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads};
+    QCC_RETURN_IF_ERROR(entry.run(ctx));
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].dtype() != out_types[i].dtype) out[i] = CastTensor(out[i], out_types[i].dtype);
+      const ir::Value* v = node->output(static_cast<int>(i));
+      if (options_.on_value) options_.on_value(*v, out[i]);
+      if (remaining[v] > 0) live[v] = std::move(out[i]);
+    }
+    for (const ir::Value* v : node->inputs()) {
+      if (v != nullptr && --remaining[v] == 0) live.erase(v);
+    }
+  }
+
+  std::vector<Tensor> results;
+  for (const ir::Value* v : graph_.outputs()) {
+    Tensor t = lookup(v);
+    if (!t.defined()) {
+      return absl::InternalError(absl::StrCat("graph output '", v->name(), "' was not computed"));
+    }
+    results.push_back(t);
+  }
+  return results;
+}
+
+}  // namespace qcc::cpu

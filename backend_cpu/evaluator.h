@@ -1,0 +1,53 @@
+// Runs an ir::Graph on the CPU, node by node, with the kernels of the CPU op registry.
+// It is the fp32 reference executor: `qcc run` on an ONNX model, constant folding and the
+// calibration runner all use it.
+#ifndef QCC_BACKEND_CPU_EVALUATOR_H_
+#define QCC_BACKEND_CPU_EVALUATOR_H_
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "backend_cpu/op_registry.h"
+#include "ir/graph.h"
+#include "support/tensor.h"
+
+namespace qcc::cpu {
+
+struct EvalOptions {
+  /// Threads for kernels that parallelise (GEMM); 0 means every core.
+  int num_threads = 0;
+  /// Called with each node output right after it is computed (observers, debugging).
+  std::function<void(const ir::Value&, const Tensor&)> on_value;
+};
+
+/// Executes one graph. Does not own the graph, which must outlive it and stay unchanged.
+class Evaluator {
+ public:
+  /// Checks that every node has a CPU kernel; the error names the first node without one, its op
+  /// and the model's opset.
+  static absl::StatusOr<std::unique_ptr<Evaluator>> Create(const ir::Graph& graph,
+                                                           EvalOptions options = {});
+
+  /// Runs the graph on `inputs` (graph-input order) and returns the graph outputs in order.
+  /// Inputs are checked first: count, dtype, rank, known extents, and that a symbolic extent
+  /// (e.g. the batch) has one value across all inputs.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) const;
+
+ private:
+  Evaluator(const ir::Graph& graph, EvalOptions options) : graph_(graph), options_(options) {}
+  absl::Status CheckInputs(absl::Span<const Tensor> inputs) const;
+
+  const ir::Graph& graph_;
+  EvalOptions options_;
+  const OpRegistry& registry_ = DefaultOpRegistry();
+};
+
+/// Lists the nodes of `graph` whose op has no CPU kernel (empty when all are supported).
+std::vector<const ir::Node*> UnsupportedNodes(const ir::Graph& graph);
+
+}  // namespace qcc::cpu
+
+#endif  // QCC_BACKEND_CPU_EVALUATOR_H_

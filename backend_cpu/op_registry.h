@@ -1,0 +1,78 @@
+// The CPU op table: for each op kind, the function that runs it on host tensors.
+// Filled by explicit registration calls, one per op group (RegisterCpuOps calls them all).
+#ifndef QCC_BACKEND_CPU_OP_REGISTRY_H_
+#define QCC_BACKEND_CPU_OP_REGISTRY_H_
+
+#include <array>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "ir/graph.h"
+#include "support/tensor.h"
+
+namespace qcc::cpu {
+
+/// What an op's run function gets: the node (for its attributes), its input tensors, and its
+/// output tensors, already allocated with the inferred dtype and shape. An op may replace an
+/// output with a tensor sharing an input's storage (Reshape, Identity) as long as dtype and
+/// shape stay the inferred ones.
+struct OpContext {
+  const ir::Node& node;
+  absl::Span<const Tensor> inputs;  // an undefined Tensor for an omitted optional input
+  absl::Span<Tensor> outputs;
+  int num_threads = 1;
+
+  int num_inputs() const { return static_cast<int>(inputs.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs[i].defined(); }
+  const Tensor& input(int i) const { return inputs[i]; }
+  Tensor& output(int i) { return outputs[i]; }
+  template <typename T>
+  const T& attrs() const { return node.attrs<T>(); }
+  /// An Unimplemented error naming the node and op, e.g. "no CPU kernel for f64 inputs".
+  absl::Status Unsupported(absl::string_view what) const;
+  /// An InvalidArgument error naming the node and op.
+  absl::Status Error(absl::string_view what) const;
+};
+
+using OpRunFn = absl::Status (*)(OpContext& ctx);
+
+/// How an op treats reduced-precision floats (fp16, bf16).
+enum class FloatPolicy {
+  /// The evaluator casts fp16/bf16 inputs to fp32, and fp32 results back to the inferred
+  /// fp16/bf16 output type: the op only ever sees fp32 for float data.
+  kComputeInF32,
+  /// The op sees the tensors as they are (data movement, Cast, Shape).
+  kAsIs,
+};
+
+struct OpEntry {
+  OpRunFn run = nullptr;
+  FloatPolicy float_policy = FloatPolicy::kComputeInF32;
+};
+
+class OpRegistry {
+ public:
+  /// Registers `run` for `kind`; a second registration of the same kind replaces the first.
+  void Add(ir::OpKind kind, OpRunFn run, FloatPolicy policy = FloatPolicy::kComputeInF32);
+  /// The entry for `kind`, or nullptr when no kernel is registered.
+  const OpEntry* Find(ir::OpKind kind) const;
+
+ private:
+  std::array<OpEntry, ir::kNumOpKinds> entries_{};
+};
+
+/// Registration calls of the op groups (each defined in backend_cpu/ops/<group>.cc).
+void RegisterNnOps(OpRegistry& registry);           // conv, pool, norm, gemm
+void RegisterElementwiseOps(OpRegistry& registry);  // activations, math, compare, logic
+void RegisterReduceOps(OpRegistry& registry);       // softmax family, reductions, arg-reductions
+void RegisterMovementOps(OpRegistry& registry);     // shape and data movement, cast, constants
+
+/// Registers every CPU op.
+void RegisterCpuOps(OpRegistry& registry);
+/// A registry with every CPU op, built on first use.
+const OpRegistry& DefaultOpRegistry();
+
+}  // namespace qcc::cpu
+
+#endif  // QCC_BACKEND_CPU_OP_REGISTRY_H_

@@ -1,0 +1,298 @@
+// Typed attribute structs, one per attribute shape an op can have. Each struct lists its fields
+// once in QCC_ATTR_FIELDS; the importer fills them by their ONNX names and the printer prints them
+// from the same list, so a new field is declared in exactly one place.
+#ifndef QCC_IR_ATTRS_H_
+#define QCC_IR_ATTRS_H_
+
+#include <cstdint>
+#include <limits>
+#include "absl/strings/string_view.h"
+#include <variant>
+#include <vector>
+
+#include "support/dtype.h"
+#include "support/tensor.h"
+
+namespace qcc::ir {
+
+using Ints = std::vector<int64_t>;
+using Floats = std::vector<float>;
+
+/// Declares Visit(v) (const and non-const) calling v("onnx_name", field) for every field.
+#define QCC_ATTR_FIELDS(...)            \
+  template <typename V>                 \
+  void Visit(V&& v) {                   \
+    __VA_ARGS__                         \
+  }                                     \
+  template <typename V>                 \
+  void Visit(V&& v) const {             \
+    __VA_ARGS__                         \
+  }
+
+/// Names of an attribute enum's values, in declaration order, as ONNX spells them.
+template <typename E>
+struct EnumNames;
+
+#define QCC_ATTR_ENUM(Enum, ...)                                   \
+  template <>                                                      \
+  struct EnumNames<Enum> {                                         \
+    static constexpr absl::string_view kNames[] = {__VA_ARGS__};    \
+  };
+
+enum class AutoPad : uint8_t { kNotSet, kSameUpper, kSameLower, kValid };
+QCC_ATTR_ENUM(AutoPad, "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+enum class PadMode : uint8_t { kConstant, kReflect, kEdge, kWrap };
+QCC_ATTR_ENUM(PadMode, "constant", "reflect", "edge", "wrap")
+enum class ResizeMode : uint8_t { kNearest, kLinear, kCubic };
+QCC_ATTR_ENUM(ResizeMode, "nearest", "linear", "cubic")
+enum class CoordTransform : uint8_t {
+  kHalfPixel,
+  kAsymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kTfCropAndResize,
+  kHalfPixelSymmetric,
+};
+QCC_ATTR_ENUM(CoordTransform, "half_pixel", "asymmetric", "pytorch_half_pixel", "align_corners",
+              "tf_crop_and_resize", "half_pixel_symmetric")
+enum class NearestMode : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+QCC_ATTR_ENUM(NearestMode, "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+enum class KeepAspectRatio : uint8_t { kStretch, kNotLarger, kNotSmaller };
+QCC_ATTR_ENUM(KeepAspectRatio, "stretch", "not_larger", "not_smaller")
+enum class GeluApprox : uint8_t { kNone, kTanh };
+QCC_ATTR_ENUM(GeluApprox, "none", "tanh")
+enum class DepthToSpaceMode : uint8_t { kDCR, kCRD };
+QCC_ATTR_ENUM(DepthToSpaceMode, "DCR", "CRD")
+
+struct NoAttrs {
+  QCC_ATTR_FIELDS()
+};
+
+struct ConvAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  Ints dilations;     // empty: all 1
+  int64_t group = 1;
+  Ints kernel_shape;  // empty: from the weight's shape
+  Ints pads;          // [begin..., end...]; empty: all 0
+  Ints strides;       // empty: all 1
+  QCC_ATTR_FIELDS(v("auto_pad", auto_pad); v("dilations", dilations); v("group", group);
+                  v("kernel_shape", kernel_shape); v("pads", pads); v("strides", strides);)
+};
+
+struct ConvTransposeAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  Ints dilations;
+  int64_t group = 1;
+  Ints kernel_shape;
+  Ints output_padding;
+  Ints output_shape;
+  Ints pads;
+  Ints strides;
+  QCC_ATTR_FIELDS(v("auto_pad", auto_pad); v("dilations", dilations); v("group", group);
+                  v("kernel_shape", kernel_shape); v("output_padding", output_padding);
+                  v("output_shape", output_shape); v("pads", pads); v("strides", strides);)
+};
+
+struct PoolAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  int64_t ceil_mode = 0;
+  int64_t count_include_pad = 0;
+  Ints dilations;
+  Ints kernel_shape;
+  Ints pads;
+  int64_t storage_order = 0;
+  Ints strides;
+  QCC_ATTR_FIELDS(v("auto_pad", auto_pad); v("ceil_mode", ceil_mode);
+                  v("count_include_pad", count_include_pad); v("dilations", dilations);
+                  v("kernel_shape", kernel_shape); v("pads", pads);
+                  v("storage_order", storage_order); v("strides", strides);)
+};
+
+struct BatchNormAttrs {
+  float epsilon = 1e-5f;
+  float momentum = 0.9f;
+  int64_t training_mode = 0;
+  QCC_ATTR_FIELDS(v("epsilon", epsilon); v("momentum", momentum);
+                  v("training_mode", training_mode);)
+};
+
+struct EpsilonAttrs {
+  float epsilon = 1e-5f;
+  QCC_ATTR_FIELDS(v("epsilon", epsilon);)
+};
+
+struct LayerNormAttrs {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  int64_t stash_type = 1;
+  QCC_ATTR_FIELDS(v("axis", axis); v("epsilon", epsilon); v("stash_type", stash_type);)
+};
+
+struct GemmAttrs {
+  float alpha = 1.0f;
+  float beta = 1.0f;
+  int64_t transA = 0;
+  int64_t transB = 0;
+  QCC_ATTR_FIELDS(v("alpha", alpha); v("beta", beta); v("transA", transA); v("transB", transB);)
+};
+
+struct LeakyReluAttrs {
+  float alpha = 0.01f;
+  QCC_ATTR_FIELDS(v("alpha", alpha);)
+};
+
+struct EluAttrs {
+  float alpha = 1.0f;
+  QCC_ATTR_FIELDS(v("alpha", alpha);)
+};
+
+struct ThresholdedReluAttrs {
+  float alpha = 1.0f;
+  QCC_ATTR_FIELDS(v("alpha", alpha);)
+};
+
+struct SeluAttrs {
+  float alpha = 1.67326319217681884765625f;
+  float gamma = 1.05070102214813232421875f;
+  QCC_ATTR_FIELDS(v("alpha", alpha); v("gamma", gamma);)
+};
+
+struct HardSigmoidAttrs {
+  float alpha = 0.2f;
+  float beta = 0.5f;
+  QCC_ATTR_FIELDS(v("alpha", alpha); v("beta", beta);)
+};
+
+struct GeluAttrs {
+  GeluApprox approximate = GeluApprox::kNone;
+  QCC_ATTR_FIELDS(v("approximate", approximate);)
+};
+
+struct ShrinkAttrs {
+  float bias = 0.0f;
+  float lambd = 0.5f;
+  QCC_ATTR_FIELDS(v("bias", bias); v("lambd", lambd);)
+};
+
+struct IsInfAttrs {
+  int64_t detect_negative = 1;
+  int64_t detect_positive = 1;
+  QCC_ATTR_FIELDS(v("detect_negative", detect_negative); v("detect_positive", detect_positive);)
+};
+
+struct ModAttrs {
+  int64_t fmod = 0;
+  QCC_ATTR_FIELDS(v("fmod", fmod);)
+};
+
+/// Softmax, LogSoftmax, Hardmax. Before opset 13 these flatten the input to 2-D at `axis`
+/// (default 1) and normalise over the whole second part; the importer sets `coerce_2d` then.
+struct SoftmaxAttrs {
+  int64_t axis = -1;
+  int64_t coerce_2d = 0;
+  QCC_ATTR_FIELDS(v("axis", axis); v("coerce_2d", coerce_2d);)
+};
+
+/// Reductions; `axes` arrive as the optional second input (opset 18 form).
+struct ReduceAttrs {
+  int64_t keepdims = 1;
+  int64_t noop_with_empty_axes = 0;
+  QCC_ATTR_FIELDS(v("keepdims", keepdims); v("noop_with_empty_axes", noop_with_empty_axes);)
+};
+
+struct ArgReduceAttrs {
+  int64_t axis = 0;
+  int64_t keepdims = 1;
+  int64_t select_last_index = 0;
+  QCC_ATTR_FIELDS(v("axis", axis); v("keepdims", keepdims);
+                  v("select_last_index", select_last_index);)
+};
+
+struct FlattenAttrs {
+  int64_t axis = 1;
+  QCC_ATTR_FIELDS(v("axis", axis);)
+};
+
+struct ReshapeAttrs {
+  int64_t allowzero = 0;
+  QCC_ATTR_FIELDS(v("allowzero", allowzero);)
+};
+
+struct TransposeAttrs {
+  Ints perm;  // empty: reverse the axes
+  QCC_ATTR_FIELDS(v("perm", perm);)
+};
+
+/// Concat and Gather.
+struct AxisAttrs {
+  int64_t axis = 0;
+  QCC_ATTR_FIELDS(v("axis", axis);)
+};
+
+/// Split; sizes arrive as the optional second input (opset 13 form).
+struct SplitAttrs {
+  int64_t axis = 0;
+  int64_t num_outputs = 0;  // opset 18; 0 when not given
+  QCC_ATTR_FIELDS(v("axis", axis); v("num_outputs", num_outputs);)
+};
+
+/// Pad; pads, constant_value and axes arrive as inputs (opset 18 form).
+struct PadAttrs {
+  PadMode mode = PadMode::kConstant;
+  QCC_ATTR_FIELDS(v("mode", mode);)
+};
+
+struct ShapeAttrs {
+  int64_t start = 0;
+  int64_t end = std::numeric_limits<int64_t>::max();
+  QCC_ATTR_FIELDS(v("start", start); v("end", end);)
+};
+
+struct CastAttrs {
+  DType to = DType::kFloat32;
+  QCC_ATTR_FIELDS(v("to", to);)
+};
+
+/// Constant (value) and ConstantOfShape (value, default a float 0).
+struct ConstantAttrs {
+  Tensor value;
+  QCC_ATTR_FIELDS(v("value", value);)
+};
+
+/// Resize; roi, scales and sizes arrive as inputs 1..3.
+struct ResizeAttrs {
+  int64_t antialias = 0;
+  Ints axes;
+  CoordTransform coordinate_transformation_mode = CoordTransform::kHalfPixel;
+  float cubic_coeff_a = -0.75f;
+  int64_t exclude_outside = 0;
+  float extrapolation_value = 0.0f;
+  KeepAspectRatio keep_aspect_ratio_policy = KeepAspectRatio::kStretch;
+  ResizeMode mode = ResizeMode::kNearest;
+  NearestMode nearest_mode = NearestMode::kRoundPreferFloor;
+  QCC_ATTR_FIELDS(v("antialias", antialias); v("axes", axes);
+                  v("coordinate_transformation_mode", coordinate_transformation_mode);
+                  v("cubic_coeff_a", cubic_coeff_a); v("exclude_outside", exclude_outside);
+                  v("extrapolation_value", extrapolation_value);
+                  v("keep_aspect_ratio_policy", keep_aspect_ratio_policy); v("mode", mode);
+                  v("nearest_mode", nearest_mode);)
+};
+
+struct DepthToSpaceAttrs {
+  int64_t blocksize = 1;
+  DepthToSpaceMode mode = DepthToSpaceMode::kDCR;
+  QCC_ATTR_FIELDS(v("blocksize", blocksize); v("mode", mode);)
+};
+
+/// Every attribute struct; a Node holds exactly the one its op kind names in ops.def.
+using Attrs =
+    std::variant<NoAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs, BatchNormAttrs, EpsilonAttrs,
+                 LayerNormAttrs, GemmAttrs, LeakyReluAttrs, EluAttrs, ThresholdedReluAttrs,
+                 SeluAttrs, HardSigmoidAttrs, GeluAttrs, ShrinkAttrs, IsInfAttrs, ModAttrs,
+                 SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs, ReshapeAttrs,
+                 TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs, CastAttrs,
+                 ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs>;
+
+}  // namespace qcc::ir
+
+#endif  // QCC_IR_ATTRS_H_

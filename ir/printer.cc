@@ -1,0 +1,95 @@
+#include "ir/printer.h"
+
+#include "absl/strings/string_view.h"
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace qcc::ir {
+
+std::string TypeToString(const Graph& graph, const TensorType& type) {
+  std::string s(DTypeName(type.dtype));
+  if (!type.has_rank()) return s + "[*]";
+  std::vector<std::string> dims;
+  for (Dim d : *type.dims) {
+    if (IsKnown(d)) {
+      dims.push_back(absl::StrCat(d));
+    } else if (IsSymbol(d) && SymbolIndex(d) < static_cast<int>(graph.symbols().size())) {
+      dims.push_back(graph.symbols()[SymbolIndex(d)]);
+    } else {
+      dims.push_back("?");
+    }
+  }
+  return absl::StrCat(s, "[", absl::StrJoin(dims, ","), "]");
+}
+
+namespace {
+
+template <typename T, typename = void>
+struct IsAttrEnum : std::false_type {};
+template <typename T>
+struct IsAttrEnum<T, std::void_t<decltype(EnumNames<T>::kNames)>> : std::true_type {};
+
+struct AttrPrinter {
+  std::vector<std::string>* parts;
+  void operator()(absl::string_view name, int64_t v) { parts->push_back(absl::StrCat(name, "=", v)); }
+  void operator()(absl::string_view name, float v) { parts->push_back(absl::StrCat(name, "=", v)); }
+  void operator()(absl::string_view name, const Ints& v) {
+    parts->push_back(absl::StrCat(name, "=[", absl::StrJoin(v, ","), "]"));
+  }
+  void operator()(absl::string_view name, DType v) {
+    parts->push_back(absl::StrCat(name, "=", DTypeName(v)));
+  }
+  void operator()(absl::string_view name, const Tensor& v) {
+    std::string s = absl::StrCat(name, "=", DTypeName(v.dtype()), DimsToString(v.dims()));
+    if (v.numel() <= 8) {
+      std::vector<double> vals;
+      for (int64_t i = 0; i < v.numel(); ++i) vals.push_back(v.GetAsDouble(i));
+      absl::StrAppend(&s, "{", absl::StrJoin(vals, ","), "}");
+    }
+    parts->push_back(s);
+  }
+  template <typename E>
+  std::enable_if_t<IsAttrEnum<E>::value> operator()(absl::string_view name, E v) {
+    parts->push_back(absl::StrCat(name, "=", EnumNames<E>::kNames[static_cast<int>(v)]));
+  }
+};
+
+}  // namespace
+
+std::string AttrsToString(const Node& node) {
+  std::vector<std::string> parts;
+  std::visit([&](const auto& a) { a.Visit(AttrPrinter{&parts}); }, node.attrs_variant());
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string PrintGraph(const Graph& graph) {
+  std::string s = absl::StrCat("graph ", graph.name(), " (opset ", graph.opset(), ")\n");
+  for (const Value* v : graph.inputs()) {
+    absl::StrAppend(&s, "  input  %", v->name(), " : ", TypeToString(graph, v->type()), "\n");
+  }
+  for (const auto& v : graph.values()) {
+    if (v->constant() != nullptr) {
+      absl::StrAppend(&s, "  const  %", v->name(), " : ", TypeToString(graph, v->type()), "\n");
+    }
+  }
+  for (const auto& n : graph.nodes()) {
+    std::vector<std::string> outs, ins, types;
+    for (const Value* v : n->outputs()) {
+      outs.push_back(absl::StrCat("%", v->name()));
+      types.push_back(TypeToString(graph, v->type()));
+    }
+    for (const Value* v : n->inputs()) ins.push_back(v ? absl::StrCat("%", v->name()) : "none");
+    std::string attrs = AttrsToString(*n);
+    absl::StrAppend(&s, "  ", absl::StrJoin(outs, ", "), " = ", OpName(n->kind()), "(",
+                    absl::StrJoin(ins, ", "), ")", attrs.empty() ? "" : " {" + attrs + "}",
+                    " : ", absl::StrJoin(types, ", "), "  # ", n->name(), "\n");
+  }
+  for (const Value* v : graph.outputs()) {
+    absl::StrAppend(&s, "  output %", v->name(), " : ", TypeToString(graph, v->type()), "\n");
+  }
+  return s;
+}
+
+}  // namespace qcc::ir

@@ -1,0 +1,84 @@
+#include "ir/shape_inference.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/shape_fns.h"
+#include "support/status.h"
+
+namespace qcc::ir {
+
+absl::Status InferContext::Error(absl::string_view message) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", node.name(), "' (", OpName(node.kind()), "): ", message));
+}
+
+ShapeFn GetShapeFn(OpKind kind) {
+  static constexpr ShapeFn kFns[] = {
+#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out) &shape_fn,
+#include "ir/ops.def"
+#undef OP
+  };
+  return kFns[static_cast<int>(kind)];
+}
+
+absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node,
+                                                  std::vector<TensorType> inputs,
+                                                  std::vector<const Tensor*> values) {
+  InferContext ctx{node, std::move(inputs), std::move(values), {}};
+  ctx.outputs.resize(node.num_outputs());
+  QCC_RETURN_IF_ERROR(GetShapeFn(node.kind())(ctx));
+  return std::move(ctx.outputs);
+}
+
+namespace {
+
+/// Merges a declared type into an inferred one: declared named symbols and known extents win
+/// where inference did not know them; a conflict between two known extents is an error.
+absl::StatusOr<TensorType> MergeDeclared(const Node& node, const Value& v,
+                                         const TensorType& inferred) {
+  const TensorType& declared = v.type();
+  TensorType out = inferred;
+  if (out.dtype == DType::kUndefined) out.dtype = declared.dtype;
+  if (!declared.has_rank()) return out;
+  if (!out.has_rank()) {
+    out.dims = declared.dims;
+    return out;
+  }
+  if (out.rank() != declared.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", node.name(), "' (", OpName(node.kind()), "): output '", v.name(),
+        "' is declared with rank ", declared.rank(), " but its inputs give rank ", out.rank()));
+  }
+  for (int64_t i = 0; i < out.rank(); ++i) {
+    Dim& d = (*out.dims)[i];
+    const Dim dd = (*declared.dims)[i];
+    if (IsKnown(d) && IsKnown(dd) && d != dd) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name(), "' (", OpName(node.kind()), "): output '", v.name(),
+          "' is declared with extent ", dd, " on axis ", i, " but its inputs give ", d));
+    }
+    if (!IsKnown(d) && dd != kUnknownDim) d = dd;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status InferShapes(Graph& graph) {
+  for (const auto& n : graph.nodes()) {
+    std::vector<TensorType> in_types;
+    std::vector<const Tensor*> values;
+    for (Value* v : n->inputs()) {
+      in_types.push_back(v ? v->type() : TensorType());
+      values.push_back(v ? v->constant() : nullptr);
+    }
+    QCC_ASSIGN_OR_RETURN(std::vector<TensorType> out_types,
+                         InferNode(*n, std::move(in_types), std::move(values)));
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      QCC_ASSIGN_OR_RETURN(TensorType merged, MergeDeclared(*n, *n->output(i), out_types[i]));
+      n->output(i)->set_type(std::move(merged));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace qcc::ir
