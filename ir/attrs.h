@@ -52,9 +52,10 @@ enum class CoordTransform : uint8_t {
   kAlignCorners,
   kTfCropAndResize,
   kHalfPixelSymmetric,
+  kTfHalfPixelForNn,  // opset 11 only
 };
 QCC_ATTR_ENUM(CoordTransform, "half_pixel", "asymmetric", "pytorch_half_pixel", "align_corners",
-              "tf_crop_and_resize", "half_pixel_symmetric")
+              "tf_crop_and_resize", "half_pixel_symmetric", "tf_half_pixel_for_nn")
 enum class NearestMode : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 QCC_ATTR_ENUM(NearestMode, "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 enum class KeepAspectRatio : uint8_t { kStretch, kNotLarger, kNotSmaller };

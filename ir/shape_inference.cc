@@ -1,5 +1,6 @@
 #include "ir/shape_inference.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/shape_fns.h"
 #include "support/status.h"
@@ -64,13 +65,23 @@ absl::StatusOr<TensorType> MergeDeclared(const Node& node, const Value& v,
 }  // namespace
 
 absl::Status InferShapes(Graph& graph) {
+  // Outputs of Constant nodes are known values too, so shape-like inputs written as Constant
+  // nodes (exporters do this) still give exact shapes before any folding.
+  absl::flat_hash_map<const Value*, const Tensor*> known;
+  auto value_of = [&](const Value* v) -> const Tensor* {
+    if (v == nullptr) return nullptr;
+    if (v->constant() != nullptr) return v->constant();
+    auto it = known.find(v);
+    return it == known.end() ? nullptr : it->second;
+  };
   for (const auto& n : graph.nodes()) {
     std::vector<TensorType> in_types;
     std::vector<const Tensor*> values;
     for (Value* v : n->inputs()) {
       in_types.push_back(v ? v->type() : TensorType());
-      values.push_back(v ? v->constant() : nullptr);
+      values.push_back(value_of(v));
     }
+    if (n->kind() == OpKind::kConstant) known[n->output(0)] = &n->attrs<ConstantAttrs>().value;
     QCC_ASSIGN_OR_RETURN(std::vector<TensorType> out_types,
                          InferNode(*n, std::move(in_types), std::move(values)));
     for (int i = 0; i < n->num_outputs(); ++i) {

@@ -37,7 +37,13 @@ struct TensorType {
   bool has_rank() const { return dims.has_value(); }
   int64_t rank() const { return dims ? static_cast<int64_t>(dims->size()) : -1; }
   /// True when the rank and every extent are known.
-  bool IsStatic() const;
+  bool IsStatic() const {
+    if (!dims) return false;
+    for (Dim d : *dims) {
+      if (!IsKnown(d)) return false;
+    }
+    return true;
+  }
   /// The extents, all known (only valid when IsStatic()).
   Dims StaticDims() const { return *dims; }
   bool operator==(const TensorType& o) const { return dtype == o.dtype && dims == o.dims; }

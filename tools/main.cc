@@ -1,3 +1,162 @@
-// STUB: the qcc command line (to be replaced).
+// The qcc command line: parses arguments and dispatches to one function per command.
+//
+// Parsing uses CLI11 (Debian libcli11-dev, header-only): a well-kept library with subcommands,
+// typed options with validators, generated --help and clear error text, so this file only
+// declares the options.
+//
+// Every failure prints one line "qcc: error: <message>" to stderr. Exit status: 0 on success,
+// 1 for a failed command, 2 for a usage error found by the parser.
+
 #include <cstdio>
-int main() { std::puts("qcc " QCC_VERSION); return 0; }
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "backend_cuda/cuda_info.h"
+#include "tools/commands.h"
+#include "tools/tool_io.h"
+
+namespace qcc::tools {
+
+std::string VersionText() {
+  std::string cuda = "not built";
+  if (cuda::BuiltWithCuda()) {
+    std::vector<std::string> archs;
+    for (absl::string_view a :
+         absl::StrSplit(cuda::CompiledArchitectures(), absl::ByAnyChar(",;"), absl::SkipEmpty())) {
+      archs.push_back(absl::StrCat("sm_", a));
+    }
+    cuda = absl::StrCat("built for ", absl::StrJoin(archs, ","),
+                        "; devices found: ", cuda::DeviceCount());
+  }
+  return absl::StrCat("qcc ", QCC_VERSION, "\nCUDA: ", cuda);
+}
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+void PrintError(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "qcc: error: %s\n", OneLine(message).c_str());
+}
+
+// A CLI11 check for "NAME=VALUE" arguments.
+CLI::Validator NameEqualsValue(const std::string& example) {
+  return CLI::Validator(
+      [example](std::string& arg) -> std::string {
+        const size_t eq = arg.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
+          return "'" + arg + "' is not NAME=VALUE (e.g. " + example + ")";
+        }
+        return "";
+      },
+      "");
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"qcc: a post-training quantization compiler for ONNX models", "qcc"};
+  app.set_version_flag("--version", std::function<std::string()>(VersionText),
+                       "Print the version and the CUDA build, then exit");
+  app.require_subcommand(0, 1);
+
+  RunOptions run;
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run a model in fp32 on the CPU evaluator and write its outputs");
+  run_cmd->add_option("model", run.model, "ONNX model file")->required()->type_name("MODEL.onnx");
+  run_cmd
+      ->add_option("--input", run.inputs,
+                   "A model input from a .npy or ONNX TensorProto .pb file (repeatable)")
+      ->type_name("NAME=FILE")
+      ->check(NameEqualsValue("--input Input3=digit.npy"))
+      ->allow_extra_args(false);
+  run_cmd
+      ->add_option("--test-data", run.test_data,
+                   "ONNX test_data_set_N folder: input_K.pb feeds graph input K; output_K.pb "
+                   "are compared with the results")
+      ->type_name("DIR");
+  run_cmd
+      ->add_option("--output-dir", run.output_dir, "Folder for output_K.pb (created when missing)")
+      ->type_name("DIR");
+  run_cmd->add_option("--threads", run.threads, "CPU threads (0: every core)")
+      ->check(CLI::Range(0, 4096));
+
+  InspectOptions inspect;
+  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Print a model's IR and a summary");
+  inspect_cmd->add_option("model", inspect.model, "ONNX model file")
+      ->required()
+      ->type_name("MODEL.onnx");
+
+  BenchOptions bench;
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "Time the fp32 CPU evaluator on seeded random inputs");
+  bench_cmd->add_option("model", bench.model, "ONNX model file")
+      ->required()
+      ->type_name("MODEL.onnx");
+  bench_cmd
+      ->add_option("--batch", bench.batch, "Batch size for a dynamic leading extent (default 1)")
+      ->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: every core)")
+      ->check(CLI::Range(0, 4096));
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first")
+      ->check(CLI::Range(0, 1 << 20));
+  bench_cmd->add_option("--iters", bench.iters, "Timed runs")->check(CLI::Range(1, 1 << 20));
+  bench_cmd
+      ->add_option("--shape", bench.shapes,
+                   "The shape of an input with other dynamic extents (repeatable)")
+      ->type_name("NAME=D0,D1,...")
+      ->check(NameEqualsValue("--shape x=1,3,640,640"))
+      ->allow_extra_args(false);
+  bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    PrintError(absl::StrCat(e.what(), " (run 'qcc --help' for usage)"));
+    return kExitUsage;
+  }
+
+  absl::Status status;
+  if (run_cmd->parsed()) {
+    status = RunCommand(run);
+  } else if (inspect_cmd->parsed()) {
+    status = InspectCommand(inspect);
+  } else if (bench_cmd->parsed()) {
+    status = BenchCommand(bench);
+  } else {
+    PrintError("a command is required: run, inspect or bench (run 'qcc --help' for usage)");
+    return kExitUsage;
+  }
+  if (!status.ok()) {
+    PrintError(std::string(status.message()));
+    return kExitFailure;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace qcc::tools
+
+int main(int argc, char** argv) {
+  try {
+    return qcc::tools::Main(argc, argv);
+  } catch (const std::exception& e) {
+    // Our code reports errors as absl::Status; this only catches library exceptions such as
+    // std::bad_alloc, so that the user still gets one line and no abort.
+    qcc::tools::PrintError(std::string("unexpected failure: ") + e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,146 @@
+#include "backend_cpu/kernels/pool.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "backend_cpu/kernels/nn_parallel.h"
+
+namespace qcc::cpu {
+
+namespace {
+
+/// Taps [k0, k1) of a window starting at `start` whose positions start + k * d lie in [lo, hi).
+void TapRange(int64_t start, int64_t d, int64_t kernel, int64_t lo, int64_t hi, int64_t& k0,
+              int64_t& k1) {
+  k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
+  k1 = start >= hi ? 0 : std::min(kernel, (hi - start + d - 1) / d);
+  k1 = std::max(k0, k1);
+}
+
+/// Calls fn(out_index, start, k0, k1) for each output position of one plane, where start and
+/// the tap ranges [k0, k1) are per axis and restricted to positions inside [lo, hi).
+template <typename Fn>
+void ForEachWindow(const PoolF32Params& p, const std::array<int64_t, 3>& lo,
+                   const std::array<int64_t, 3>& hi, Fn&& fn) {
+  std::array<int64_t, 3> start, k0, k1;
+  int64_t o = 0;
+  for (int64_t oz = 0; oz < p.out[0]; ++oz) {
+    start[0] = oz * p.stride[0] - p.pad_begin[0];
+    TapRange(start[0], p.dilation[0], p.kernel[0], lo[0], hi[0], k0[0], k1[0]);
+    for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+      start[1] = oy * p.stride[1] - p.pad_begin[1];
+      TapRange(start[1], p.dilation[1], p.kernel[1], lo[1], hi[1], k0[1], k1[1]);
+      for (int64_t ox = 0; ox < p.out[2]; ++ox, ++o) {
+        start[2] = ox * p.stride[2] - p.pad_begin[2];
+        TapRange(start[2], p.dilation[2], p.kernel[2], lo[2], hi[2], k0[2], k1[2]);
+        fn(o, start, k0, k1);
+      }
+    }
+  }
+}
+
+constexpr std::array<int64_t, 3> kZero{0, 0, 0};
+
+}  // namespace
+
+void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indices,
+                bool column_major) {
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size();
+  const int64_t kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* xp = x + plane * in_sp;
+      float* yp = y + plane * out_sp;
+      ForEachWindow(p, kZero, p.in, [&](int64_t o, auto& start, auto& k0, auto& k1) {
+        float best = std::numeric_limits<float>::lowest();
+        int64_t best_at = -1;
+        for (int64_t kz = k0[0]; kz < k1[0]; ++kz) {
+          const int64_t iz = start[0] + kz * p.dilation[0];
+          for (int64_t ky = k0[1]; ky < k1[1]; ++ky) {
+            const int64_t iy = start[1] + ky * p.dilation[1];
+            const float* row = xp + (iz * p.in[1] + iy) * p.in[2];
+            for (int64_t kx = k0[2]; kx < k1[2]; ++kx) {
+              const int64_t ix = start[2] + kx * p.dilation[2];
+              if (row[ix] > best || best_at < 0) {
+                best = row[ix];
+                best_at = (iz * p.in[1] + iy) * p.in[2] + ix;
+              }
+            }
+          }
+        }
+        yp[o] = best;
+        if (indices == nullptr) return;
+        if (best_at < 0) {
+          indices[plane * out_sp + o] = -1;
+          return;
+        }
+        if (column_major) {
+          const int64_t ix = best_at % p.in[2], iy = best_at / p.in[2] % p.in[1];
+          const int64_t iz = best_at / (p.in[2] * p.in[1]);
+          best_at = iz + iy * p.in[0] + ix * p.in[0] * p.in[1];
+        }
+        indices[plane * out_sp + o] = plane * in_sp + best_at;
+      });
+    }
+  });
+}
+
+void AveragePoolF32(const PoolF32Params& p, bool count_include_pad, const float* x, float* y) {
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size();
+  const int64_t kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  std::array<int64_t, 3> padded_lo, padded_hi;
+  for (int a = 0; a < 3; ++a) {
+    padded_lo[a] = -p.pad_begin[a];
+    padded_hi[a] = p.in[a] + p.pad_end[a];
+  }
+  NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* xp = x + plane * in_sp;
+      float* yp = y + plane * out_sp;
+      ForEachWindow(p, kZero, p.in, [&](int64_t o, auto& start, auto& k0, auto& k1) {
+        float sum = 0.0f;
+        for (int64_t kz = k0[0]; kz < k1[0]; ++kz) {
+          const int64_t iz = start[0] + kz * p.dilation[0];
+          for (int64_t ky = k0[1]; ky < k1[1]; ++ky) {
+            const int64_t iy = start[1] + ky * p.dilation[1];
+            const float* row = xp + (iz * p.in[1] + iy) * p.in[2];
+            for (int64_t kx = k0[2]; kx < k1[2]; ++kx) sum += row[start[2] + kx * p.dilation[2]];
+          }
+        }
+        int64_t count = 1;
+        for (int a = 0; a < 3; ++a) {
+          int64_t c0 = k0[a], c1 = k1[a];
+          if (count_include_pad) {
+            TapRange(start[a], p.dilation[a], p.kernel[a], padded_lo[a], padded_hi[a], c0, c1);
+          }
+          count *= c1 - c0;
+        }
+        yp[o] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+      });
+    }
+  });
+}
+
+void GlobalAveragePoolF32(int64_t planes, int64_t size, const float* x, float* y, int num_threads) {
+  NnParallelFor(num_threads, planes, size, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* xp = x + i * size;
+      double sum = 0.0;
+      for (int64_t j = 0; j < size; ++j) sum += xp[j];
+      y[i] = size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
+    }
+  });
+}
+
+void GlobalMaxPoolF32(int64_t planes, int64_t size, const float* x, float* y, int num_threads) {
+  NnParallelFor(num_threads, planes, size, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* xp = x + i * size;
+      float best = std::numeric_limits<float>::lowest();
+      for (int64_t j = 0; j < size; ++j) best = std::max(best, xp[j]);
+      y[i] = best;
+    }
+  });
+}
+
+}  // namespace qcc::cpu

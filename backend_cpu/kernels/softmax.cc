@@ -1,0 +1,131 @@
+#include "backend_cpu/kernels/softmax.h"
+
+// As in elementwise_unary.cc: lets GCC vectorize the exp loops' selects (see ExpF32).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#include <cmath>
+#include <vector>
+
+#include "backend_cpu/kernels/elementwise_math.h"
+
+namespace qcc::cpu {
+namespace {
+
+/// max(x[0..n)), n >= 1, over four independent partial maxima (the loop-carried compare would
+/// otherwise bound the speed).
+template <typename T>
+T RowMax(const T* x, int64_t n) {
+  T m[4] = {x[0], x[0], x[0], x[0]};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    for (int k = 0; k < 4; ++k) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+  }
+  for (; j < n; ++j) m[0] = x[j] > m[0] ? x[j] : m[0];
+  const T a = m[0] > m[1] ? m[0] : m[1], b = m[2] > m[3] ? m[2] : m[3];
+  return a > b ? a : b;
+}
+
+/// sum(y[0..n)) in double, over four independent partial sums.
+template <typename T>
+double RowSum(const T* y, int64_t n) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    for (int k = 0; k < 4; ++k) s[k] += y[j + k];
+  }
+  for (; j < n; ++j) s[0] += y[j];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/// One contiguous row of n elements.
+template <typename T>
+void SoftmaxRow(SoftmaxKind kind, int64_t n, const T* x, T* y) {
+  if (kind == SoftmaxKind::kHardmax) {
+    int64_t arg = 0;
+    for (int64_t j = 1; j < n; ++j) arg = x[j] > x[arg] ? j : arg;
+    for (int64_t j = 0; j < n; ++j) y[j] = T(0);
+    y[arg] = T(1);
+    return;
+  }
+  const T m = RowMax(x, n);
+  for (int64_t j = 0; j < n; ++j) y[j] = ExpOf(x[j] - m);
+  const double sum = RowSum(y, n);
+  if (kind == SoftmaxKind::kSoftmax) {
+    const T t_sum = static_cast<T>(sum);
+    for (int64_t j = 0; j < n; ++j) y[j] /= t_sum;
+  } else {
+    const T log_sum = static_cast<T>(std::log(sum));
+    for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m - log_sum;
+  }
+}
+
+/// One [n, inner] block, normalised along n for every inner position; the loops run along
+/// inner so they stay contiguous. m, sum and arg are scratch rows of `inner` elements.
+template <typename T>
+void SoftmaxBlock(SoftmaxKind kind, int64_t n, int64_t inner, const T* x, T* y, T* m, T* sum,
+                  int64_t* arg) {
+  for (int64_t i = 0; i < inner; ++i) {
+    m[i] = x[i];
+    arg[i] = 0;
+    sum[i] = 0;
+  }
+  for (int64_t j = 1; j < n; ++j) {
+    const T* xj = x + j * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      if (xj[i] > m[i]) {
+        m[i] = xj[i];
+        arg[i] = j;
+      }
+    }
+  }
+  if (kind == SoftmaxKind::kHardmax) {
+    for (int64_t k = 0; k < n * inner; ++k) y[k] = T(0);
+    for (int64_t i = 0; i < inner; ++i) y[arg[i] * inner + i] = T(1);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const T* xj = x + j * inner;
+    T* yj = y + j * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      yj[i] = ExpOf(xj[i] - m[i]);
+      sum[i] += yj[i];
+    }
+  }
+  if (kind == SoftmaxKind::kLogSoftmax) {
+    for (int64_t i = 0; i < inner; ++i) sum[i] = m[i] + std::log(sum[i]);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const T* xj = x + j * inner;
+    T* yj = y + j * inner;
+    if (kind == SoftmaxKind::kSoftmax) {
+      for (int64_t i = 0; i < inner; ++i) yj[i] /= sum[i];
+    } else {
+      for (int64_t i = 0; i < inner; ++i) yj[i] = xj[i] - sum[i];
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void Softmax(const SoftmaxParams& p, const T* x, T* y) {
+  if (p.n == 0) return;
+  const int64_t block = p.n * p.inner;
+  if (p.inner == 1) {
+    for (int64_t o = 0; o < p.outer; ++o) SoftmaxRow(p.kind, p.n, x + o * block, y + o * block);
+    return;
+  }
+  std::vector<T> m(p.inner), sum(p.inner);
+  std::vector<int64_t> arg(p.inner);
+  for (int64_t o = 0; o < p.outer; ++o) {
+    SoftmaxBlock(p.kind, p.n, p.inner, x + o * block, y + o * block, m.data(), sum.data(),
+                 arg.data());
+  }
+}
+
+template void Softmax<float>(const SoftmaxParams&, const float*, float*);
+template void Softmax<double>(const SoftmaxParams&, const double*, double*);
+
+}  // namespace qcc::cpu

@@ -1,0 +1,76 @@
+// Gemm and MatMul on the CPU, both on the OpenBLAS sgemm wrapper.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/matmul.h"
+#include "backend_cpu/ops/nn_internal.h"
+#include "support/status.h"
+
+namespace qcc::cpu::nn {
+
+namespace {
+
+absl::Status RunGemm(OpContext& ctx) {
+  QCC_RETURN_IF_ERROR(RequireF32Inputs(ctx));
+  const ir::GemmAttrs& g = ctx.attrs<ir::GemmAttrs>();
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& y = ctx.output(0);
+  GemmF32Params p;
+  p.trans_a = g.transA != 0;
+  p.trans_b = g.transB != 0;
+  p.m = y.dim(0);
+  p.n = y.dim(1);
+  p.k = a.dim(p.trans_a ? 0 : 1);
+  p.lda = a.dim(1);
+  p.ldb = b.dim(1);
+  p.ldc = p.n;
+  p.alpha = g.alpha;
+  if (ctx.has_input(2) && g.beta != 0.0f) {
+    // y = beta * C (broadcast), then y += alpha * op(A) op(B).
+    const Tensor& c = ctx.input(2);
+    const int64_t c_rows = c.rank() == 2 ? c.dim(0) : 1;
+    const int64_t c_cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
+    FillBroadcast2dF32(c.data<float>(), c_rows, c_cols, g.beta, p.m, p.n, y.data<float>());
+    p.beta = 1.0f;
+  }
+  GemmF32(p, a.data<float>(), b.data<float>(), y.data<float>());
+  return absl::OkStatus();
+}
+
+absl::Status RunMatMul(OpContext& ctx) {
+  QCC_RETURN_IF_ERROR(RequireF32Inputs(ctx));
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  // numpy: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; those 1s are not in y's shape.
+  Dims da = a.dims(), db = b.dims();
+  if (da.size() == 1) da.insert(da.begin(), 1);
+  if (db.size() == 1) db.push_back(1);
+  MatMulF32Params p;
+  p.m = da[da.size() - 2];
+  p.k = da.back();
+  p.n = db.back();
+  const size_t rank = std::max(da.size(), db.size()) - 2;
+  p.a_batch.assign(rank, 1);
+  p.b_batch.assign(rank, 1);
+  std::copy(da.begin(), da.end() - 2, p.a_batch.begin() + (rank - (da.size() - 2)));
+  std::copy(db.begin(), db.end() - 2, p.b_batch.begin() + (rank - (db.size() - 2)));
+  p.batch.resize(rank);
+  for (size_t i = 0; i < rank; ++i) p.batch[i] = std::max(p.a_batch[i], p.b_batch[i]);
+  // A zero extent broadcast against 1 gives 0.
+  for (size_t i = 0; i < rank; ++i) {
+    if (p.a_batch[i] == 0 || p.b_batch[i] == 0) p.batch[i] = 0;
+  }
+  MatMulF32(p, a.data<float>(), b.data<float>(), ctx.output(0).data<float>());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterDenseOps(OpRegistry& registry) {
+  registry.Add(ir::OpKind::kGemm, RunGemm);
+  registry.Add(ir::OpKind::kMatMul, RunMatMul);
+}
+
+}  // namespace qcc::cpu::nn

@@ -1,0 +1,193 @@
+// Conv on the CPU against hand values and a naive direct convolution written here.
+#include <gtest/gtest.h>
+
+#include "tests/backend_cpu/nn_testing.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/tensor_compare.h"
+
+namespace qcc::testing {
+namespace {
+
+/// The oracle: y[n, m, o] = b[m] + sum_{c in group, k} x[n, c, o * s - p + k * d] * w[m, c, k].
+Tensor NaiveConv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t group,
+                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                 const std::vector<int64_t>& pads_begin, const std::vector<int64_t>& out) {
+  const int64_t n_img = x.dim(0), c_all = x.dim(1), m_all = w.dim(0);
+  const int64_t cg = c_all / group, mg = m_all / group;
+  const auto in3 = To3(SpatialOf(x.dims()), 1), k3 = To3(SpatialOf(w.dims()), 1);
+  const auto s3 = To3(strides, 1), d3 = To3(dilations, 1), p3 = To3(pads_begin, 0);
+  const auto o3 = To3(out, 1);
+  Tensor y(DType::kFloat32, NcPlus(n_img, m_all, out));
+  const float* xp = x.data<float>();
+  const float* wp = w.data<float>();
+  float* yp = y.data<float>();
+  for (int64_t n = 0; n < n_img; ++n)
+    for (int64_t m = 0; m < m_all; ++m)
+      for (int64_t oz = 0; oz < o3[0]; ++oz)
+        for (int64_t oy = 0; oy < o3[1]; ++oy)
+          for (int64_t ox = 0; ox < o3[2]; ++ox) {
+            double acc = b.defined() ? b.data<float>()[m] : 0.0;
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              const int64_t c = m / mg * cg + ci;
+              for (int64_t kz = 0; kz < k3[0]; ++kz)
+                for (int64_t ky = 0; ky < k3[1]; ++ky)
+                  for (int64_t kx = 0; kx < k3[2]; ++kx) {
+                    const int64_t iz = oz * s3[0] - p3[0] + kz * d3[0];
+                    const int64_t iy = oy * s3[1] - p3[1] + ky * d3[1];
+                    const int64_t ix = ox * s3[2] - p3[2] + kx * d3[2];
+                    if (iz < 0 || iy < 0 || ix < 0 || iz >= in3[0] || iy >= in3[1] ||
+                        ix >= in3[2]) {
+                      continue;
+                    }
+                    acc +=
+                        double{xp[(((n * c_all + c) * in3[0] + iz) * in3[1] + iy) * in3[2] + ix]} *
+                        wp[(((m * cg + ci) * k3[0] + kz) * k3[1] + ky) * k3[2] + kx];
+                  }
+            }
+            yp[(((n * m_all + m) * o3[0] + oz) * o3[1] + oy) * o3[2] + ox] =
+                static_cast<float>(acc);
+          }
+  return y;
+}
+
+struct ConvCase {
+  const char* name;
+  int64_t n, c, m, group;
+  std::vector<int64_t> in, kernel;
+  std::vector<int64_t> strides = {}, dilations = {}, pads = {};  // pads: begin..., end...
+  bool bias = true;
+};
+
+void RunConvCase(const ConvCase& cc) {
+  SCOPED_TRACE(cc.name);
+  const size_t r = cc.in.size();
+  const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
+  const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
+  const Tensor b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
+  std::vector<int64_t> pb(r, 0), out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t s = cc.strides.empty() ? 1 : cc.strides[i];
+    const int64_t d = cc.dilations.empty() ? 1 : cc.dilations[i];
+    const int64_t pe = cc.pads.empty() ? 0 : cc.pads[r + i];
+    pb[i] = cc.pads.empty() ? 0 : cc.pads[i];
+    out[i] = (cc.in[i] + pb[i] + pe - ((cc.kernel[i] - 1) * d + 1)) / s + 1;
+  }
+  ir::ConvAttrs a;
+  a.group = cc.group;
+  a.strides = cc.strides;
+  a.dilations = cc.dilations;
+  a.pads = cc.pads;
+  auto y = RunSingleOp(ir::OpKind::kConv, a, {{x}, {w, true}, {b, true}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const Tensor want = NaiveConv(x, w, b, cc.group, cc.strides, cc.dilations, pb, out);
+  EXPECT_EQ(CompareTensors((*y)[0], want, 1e-4, 1e-4), "");
+}
+
+TEST(NnConvTest, MatchesNaiveConvolution) {
+  const std::vector<ConvCase> cases = {
+      {"pointwise_1x1", 2, 8, 4, 1, {5, 7}, {1, 1}},
+      {"pointwise_odd_channels_no_bias", 1, 3, 5, 1, {4, 4}, {1, 1}, {}, {}, {}, false},
+      {"pointwise_grouped", 2, 6, 4, 2, {5, 5}, {1, 1}},
+      {"pointwise_stride2", 1, 4, 4, 1, {6, 6}, {1, 1}, {2, 2}},
+      {"pointwise_padded", 1, 3, 2, 1, {3, 4}, {1, 1}, {}, {}, {1, 0, 0, 1}},
+      {"3x3_pad1_batch3", 3, 3, 5, 1, {8, 8}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"resnet_block_batch4", 4, 16, 16, 1, {8, 8}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"stride2_asymmetric_pads", 2, 4, 6, 1, {9, 7}, {3, 2}, {2, 2}, {}, {1, 0, 2, 1}},
+      {"stride_gt_kernel", 1, 2, 3, 1, {10, 11}, {2, 2}, {3, 3}},
+      {"dilation", 1, 3, 4, 1, {9, 9}, {3, 3}, {}, {2, 3}, {2, 2, 2, 2}},
+      {"groups2", 2, 4, 6, 2, {6, 6}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"depthwise_stride2", 2, 6, 6, 6, {7, 7}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"depthwise_multiplier2_dilated", 1, 4, 8, 4, {6, 5}, {3, 3}, {}, {2, 2}, {2, 1, 2, 1}},
+      {"depthwise_5x5_no_bias", 1, 3, 3, 3, {9, 8}, {5, 5}, {}, {}, {2, 2, 2, 2}, false},
+      {"kernel_covers_input", 1, 3, 2, 1, {4, 4}, {4, 4}},
+      {"conv1d", 2, 3, 4, 1, {10}, {3}, {2}, {}, {1, 1}},
+      {"conv3d", 1, 2, 3, 1, {4, 5, 6}, {2, 3, 3}, {1, 2, 1}, {}, {0, 1, 1, 1, 0, 1}},
+      {"large_map_banded", 1, 16, 8, 1, {64, 64}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"small_map_batched", 5, 8, 4, 1, {3, 3}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+  };
+  for (const ConvCase& cc : cases) RunConvCase(cc);
+}
+
+// ONNX's documented example: 5x5 ramp, 3x3 ones, with and without padding.
+TEST(NnConvTest, HandValues) {
+  std::vector<float> ramp(25);
+  for (int i = 0; i < 25; ++i) ramp[i] = static_cast<float>(i);
+  const Tensor x = F32({1, 1, 5, 5}, ramp);
+  const Tensor w = F32({1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  ir::ConvAttrs a;
+  a.pads = {1, 1, 1, 1};
+  auto y = RunSingleOp(ir::OpKind::kConv, a, {{x}, {w, true}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(CompareTensors((*y)[0], F32({1, 1, 5, 5}, {12,  21,  27, 33,  24,  33,  54, 63,  72,
+                                                       51,  63,  99, 108, 117, 81,  93, 144, 153,
+                                                       162, 111, 72, 111, 117, 123, 84}),
+                           0, 0),
+            "");
+  a.pads = {};
+  a.kernel_shape = {3, 3};
+  y = RunSingleOp(ir::OpKind::kConv, a, {{x}, {w, true}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(
+      CompareTensors((*y)[0], F32({1, 1, 3, 3}, {54, 63, 72, 99, 108, 117, 144, 153, 162}), 0, 0),
+      "");
+}
+
+// auto_pad: SAME_UPPER puts the odd padding pixel at the end, SAME_LOWER at the beginning;
+// VALID pads nothing. Input 6, kernel 3, stride 2: out 3, total pad (3-1)*2+3-6 = 1.
+TEST(NnConvTest, AutoPad) {
+  const Tensor x = RandomF32({2, 2, 6, 7}, 4);
+  const Tensor w = RandomF32({3, 2, 3, 3}, 5);
+  const Tensor b = RandomF32({3}, 6);
+  struct Case {
+    ir::AutoPad mode;
+    std::vector<int64_t> out, pads_begin;
+  };
+  // Width 7: SAME out 4, total (4-1)*2+3-7 = 2 -> 1 each side; VALID out (7-3)/2+1 = 3.
+  for (const Case& c :
+       {Case{ir::AutoPad::kSameUpper, {3, 4}, {0, 1}},
+        Case{ir::AutoPad::kSameLower, {3, 4}, {1, 1}}, Case{ir::AutoPad::kValid, {2, 3}, {0, 0}}}) {
+    ir::ConvAttrs a;
+    a.auto_pad = c.mode;
+    a.strides = {2, 2};
+    a.pads = {5, 5, 5, 5};  // ignored under auto_pad
+    auto y = RunSingleOp(ir::OpKind::kConv, a, {{x}, {w, true}, {b, true}});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(
+        CompareTensors((*y)[0], NaiveConv(x, w, b, 1, {2, 2}, {}, c.pads_begin, c.out), 1e-4, 1e-4),
+        "")
+        << static_cast<int>(c.mode);
+  }
+}
+
+TEST(NnConvTest, RejectsInconsistentShapes) {
+  const Tensor x = RandomF32({1, 4, 5, 5}, 7);
+  struct Case {
+    const char* what;
+    Dims w_dims;
+    int64_t group;
+    Dims b_dims;
+  };
+  for (const Case& c :
+       {Case{"channels", {6, 3, 3, 3}, 1, {}}, Case{"multiple of group", {5, 2, 3, 3}, 2, {}},
+        Case{"rank", {6, 4, 3}, 1, {}}, Case{"B (bias)", {6, 4, 3, 3}, 1, {5}},
+        Case{"larger than the input", {6, 4, 7, 3}, 1, {}}}) {
+    ir::ConvAttrs a;
+    a.group = c.group;
+    const Tensor b = c.b_dims.empty() ? Tensor() : RandomF32(c.b_dims, 8);
+    auto y = RunSingleOp(ir::OpKind::kConv, a, {{x}, {RandomF32(c.w_dims, 9), true}, {b, true}});
+    ASSERT_FALSE(y.ok()) << c.what;
+    EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument) << y.status();
+    EXPECT_NE(y.status().message().find(c.what), absl::string_view::npos) << y.status();
+  }
+}
+
+TEST(NnConvTest, RejectsNonFloatInputs) {
+  const Tensor x = Tensor(DType::kFloat64, {1, 1, 3, 3});
+  const Tensor w = Tensor(DType::kFloat64, {1, 1, 1, 1});
+  auto y = RunSingleOp(ir::OpKind::kConv, ir::ConvAttrs{}, {{x}, {w, true}});
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kUnimplemented) << y.status();
+}
+
+}  // namespace
+}  // namespace qcc::testing

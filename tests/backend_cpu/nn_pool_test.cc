@@ -1,0 +1,268 @@
+// MaxPool, AveragePool and the global pools against hand values and naive loops written here.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "tests/backend_cpu/nn_testing.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/tensor_compare.h"
+
+namespace qcc::testing {
+namespace {
+
+enum class Kind { kMax, kAvg, kAvgIncludePad };
+
+struct PoolCase {
+  const char* name;
+  int64_t n, c;
+  std::vector<int64_t> in, kernel;
+  std::vector<int64_t> strides = {}, dilations = {}, pads = {};
+  bool ceil_mode = false;
+};
+
+/// Output extent, written out independently: floor or ceil of (in + pads - eff_k) / s, + 1, and
+/// under ceil_mode a last window starting in the end padding dropped.
+int64_t PoolOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceil) {
+  const double span = static_cast<double>(in + pb + pe - ((k - 1) * d + 1)) / s;
+  int64_t out = static_cast<int64_t>(ceil ? std::ceil(span) : std::floor(span)) + 1;
+  if (ceil && (out - 1) * s >= in + pb) --out;
+  return out;
+}
+
+/// The oracle, plus row-major argmax indices for MaxPool.
+Tensor NaivePool(Kind kind, const Tensor& x, const PoolCase& pc, Tensor* indices) {
+  const size_t r = pc.in.size();
+  std::vector<int64_t> pb(r), pe(r), out(r);
+  for (size_t i = 0; i < r; ++i) {
+    pb[i] = pc.pads.empty() ? 0 : pc.pads[i];
+    pe[i] = pc.pads.empty() ? 0 : pc.pads[r + i];
+    out[i] = PoolOut(pc.in[i], pc.kernel[i], pc.strides.empty() ? 1 : pc.strides[i],
+                     pc.dilations.empty() ? 1 : pc.dilations[i], pb[i], pe[i], pc.ceil_mode);
+  }
+  const auto in3 = To3(pc.in, 1), k3 = To3(pc.kernel, 1), s3 = To3(pc.strides, 1);
+  const auto d3 = To3(pc.dilations, 1), b3 = To3(pb, 0), e3 = To3(pe, 0), o3 = To3(out, 1);
+  Tensor y(DType::kFloat32, NcPlus(pc.n, pc.c, out));
+  if (indices != nullptr) *indices = Tensor(DType::kInt64, y.dims());
+  int64_t at = 0;
+  for (int64_t plane = 0; plane < pc.n * pc.c; ++plane)
+    for (int64_t oz = 0; oz < o3[0]; ++oz)
+      for (int64_t oy = 0; oy < o3[1]; ++oy)
+        for (int64_t ox = 0; ox < o3[2]; ++ox, ++at) {
+          double sum = 0;
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_i = -1, inside = 0, padded = 0;
+          for (int64_t kz = 0; kz < k3[0]; ++kz)
+            for (int64_t ky = 0; ky < k3[1]; ++ky)
+              for (int64_t kx = 0; kx < k3[2]; ++kx) {
+                const std::array<int64_t, 3> p = {oz * s3[0] - b3[0] + kz * d3[0],
+                                                  oy * s3[1] - b3[1] + ky * d3[1],
+                                                  ox * s3[2] - b3[2] + kx * d3[2]};
+                bool in_x = true, in_padded = true;
+                for (int a = 0; a < 3; ++a) {
+                  in_x = in_x && p[a] >= 0 && p[a] < in3[a];
+                  in_padded = in_padded && p[a] >= -b3[a] && p[a] < in3[a] + e3[a];
+                }
+                padded += in_padded;
+                if (!in_x) continue;
+                ++inside;
+                const int64_t i = ((plane * in3[0] + p[0]) * in3[1] + p[1]) * in3[2] + p[2];
+                const float v = x.data<float>()[i];
+                sum += v;
+                if (v > best) best = v, best_i = i;
+              }
+          float v = 0;
+          switch (kind) {
+            case Kind::kMax:
+              v = best;
+              break;
+            case Kind::kAvg:
+              v = static_cast<float>(sum / inside);
+              break;
+            case Kind::kAvgIncludePad:
+              v = static_cast<float>(sum / padded);
+              break;
+          }
+          y.data<float>()[at] = v;
+          if (indices != nullptr) indices->data<int64_t>()[at] = best_i;
+        }
+  return y;
+}
+
+ir::PoolAttrs AttrsOf(const PoolCase& pc) {
+  ir::PoolAttrs a;
+  a.kernel_shape = pc.kernel;
+  a.strides = pc.strides;
+  a.dilations = pc.dilations;
+  a.pads = pc.pads;
+  a.ceil_mode = pc.ceil_mode;
+  return a;
+}
+
+const std::vector<PoolCase>& Cases() {
+  static const auto* cases = new std::vector<PoolCase>{
+      {"2x2_stride2", 1, 1, {4, 4}, {2, 2}, {2, 2}},
+      {"3x3_stride2_pad1_batch2", 2, 3, {7, 6}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"1x1", 1, 2, {3, 5}, {1, 1}},
+      {"asymmetric_pads", 1, 2, {5, 5}, {3, 2}, {1, 2}, {}, {0, 1, 2, 0}},
+      {"ceil_mode", 1, 1, {4, 4}, {3, 3}, {2, 2}, {}, {}, true},
+      {"ceil_mode_drops_window_in_pad", 1, 1, {5, 5}, {2, 2}, {2, 2}, {}, {1, 1, 1, 1}, true},
+      {"dilation", 1, 2, {7, 7}, {2, 2}, {1, 1}, {2, 2}},
+      {"stride_gt_kernel", 2, 1, {8, 9}, {2, 2}, {3, 3}},
+      {"pool1d", 2, 2, {9}, {3}, {2}, {}, {1, 1}},
+      {"pool3d", 1, 2, {4, 5, 6}, {2, 3, 2}, {2, 1, 2}, {}, {0, 1, 1, 1, 1, 0}},
+  };
+  return *cases;
+}
+
+TEST(NnPoolTest, MaxPoolMatchesNaive) {
+  for (const PoolCase& pc : Cases()) {
+    SCOPED_TRACE(pc.name);
+    const Tensor x = RandomF32(NcPlus(pc.n, pc.c, pc.in), 21);
+    auto y = RunSingleOp(ir::OpKind::kMaxPool, AttrsOf(pc), {{x}});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(CompareTensors((*y)[0], NaivePool(Kind::kMax, x, pc, nullptr), 0, 0), "");
+  }
+}
+
+TEST(NnPoolTest, AveragePoolMatchesNaive) {
+  for (const PoolCase& pc : Cases()) {
+    for (bool include_pad : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(pc.name, include_pad ? " count_include_pad" : ""));
+      const Tensor x = RandomF32(NcPlus(pc.n, pc.c, pc.in), 22);
+      ir::PoolAttrs a = AttrsOf(pc);
+      a.count_include_pad = include_pad;
+      auto y = RunSingleOp(ir::OpKind::kAveragePool, a, {{x}});
+      ASSERT_TRUE(y.ok()) << y.status();
+      const Kind kind = include_pad ? Kind::kAvgIncludePad : Kind::kAvg;
+      EXPECT_EQ(CompareTensors((*y)[0], NaivePool(kind, x, pc, nullptr), 1e-5, 1e-6), "");
+    }
+  }
+}
+
+// ONNX test_maxpool_2d_ceil and a 3x3 ramp averaged with a padded 2x2 window.
+TEST(NnPoolTest, HandValues) {
+  std::vector<float> ramp16(16);
+  for (int i = 0; i < 16; ++i) ramp16[i] = static_cast<float>(i + 1);
+  ir::PoolAttrs a;
+  a.kernel_shape = {3, 3};
+  a.strides = {2, 2};
+  a.ceil_mode = 1;
+  auto y = RunSingleOp(ir::OpKind::kMaxPool, a, {{F32({1, 1, 4, 4}, ramp16)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(CompareTensors((*y)[0], F32({1, 1, 2, 2}, {11, 12, 15, 16}), 0, 0), "");
+
+  const Tensor x = F32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  ir::PoolAttrs avg;
+  avg.kernel_shape = {2, 2};
+  avg.pads = {1, 1, 0, 0};
+  y = RunSingleOp(ir::OpKind::kAveragePool, avg, {{x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(CompareTensors((*y)[0], F32({1, 1, 3, 3}, {1, 1.5, 2.5, 2.5, 3, 4, 5.5, 6, 7}), 0, 0),
+            "");
+  avg.count_include_pad = 1;
+  y = RunSingleOp(ir::OpKind::kAveragePool, avg, {{x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(
+      CompareTensors((*y)[0], F32({1, 1, 3, 3}, {0.25, 0.75, 1.25, 1.25, 3, 4, 2.75, 6, 7}), 0, 0),
+      "");
+}
+
+TEST(NnPoolTest, MaxPoolIndicesBothStorageOrders) {
+  const PoolCase pc = {"indices", 2, 2, {5, 4}, {2, 3}, {2, 1}, {}, {1, 1, 0, 1}};
+  const Tensor x = RandomF32(NcPlus(pc.n, pc.c, pc.in), 23);
+  Tensor want_idx;
+  const Tensor want = NaivePool(Kind::kMax, x, pc, &want_idx);
+  for (int64_t order : {0, 1}) {
+    ir::PoolAttrs a = AttrsOf(pc);
+    a.storage_order = order;
+    auto y = RunSingleOp(ir::OpKind::kMaxPool, a, {{x}}, 2);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(CompareTensors((*y)[0], want, 0, 0), "");
+    Tensor idx = want_idx.Clone();
+    if (order == 1) {
+      // Column-major spatial index: h + w * H inside each plane.
+      const int64_t plane = 5 * 4;
+      for (int64_t i = 0; i < idx.numel(); ++i) {
+        int64_t& v = idx.data<int64_t>()[i];
+        const int64_t base = v / plane * plane, h = v % plane / 4, w = v % 4;
+        v = base + h + w * 5;
+      }
+    }
+    EXPECT_EQ(CompareTensors((*y)[1], idx, 0, 0), "") << "storage_order " << order;
+  }
+}
+
+// auto_pad SAME_UPPER / SAME_LOWER: out = ceil(in / s); with in 5, k 3, s 2 -> out 3 and a
+// total pad of 2 (1 + 1); with in 6 -> out 3, total 1: at the end (UPPER) or start (LOWER).
+TEST(NnPoolTest, AutoPad) {
+  const Tensor x = RandomF32({1, 2, 5, 6}, 24);
+  for (auto [mode, pads] :
+       {std::make_pair(ir::AutoPad::kSameUpper, std::vector<int64_t>{1, 0, 1, 1}),
+        std::make_pair(ir::AutoPad::kSameLower, std::vector<int64_t>{1, 1, 1, 0}),
+        std::make_pair(ir::AutoPad::kValid, std::vector<int64_t>{})}) {
+    ir::PoolAttrs a;
+    a.auto_pad = mode;
+    a.kernel_shape = {3, 3};
+    a.strides = {2, 2};
+    auto y = RunSingleOp(ir::OpKind::kMaxPool, a, {{x}});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const PoolCase pc = {"auto_pad", 1, 2, {5, 6}, {3, 3}, {2, 2}, {}, pads};
+    EXPECT_EQ(CompareTensors((*y)[0], NaivePool(Kind::kMax, x, pc, nullptr), 0, 0), "")
+        << static_cast<int>(mode);
+  }
+}
+
+TEST(NnPoolTest, ByteMaxPoolIsExact) {
+  Tensor x(DType::kUInt8, {1, 1, 2, 3});
+  const uint8_t v[] = {3, 250, 7, 0, 9, 255};
+  std::copy(v, v + 6, x.data<uint8_t>());
+  ir::PoolAttrs a;
+  a.kernel_shape = {2, 2};
+  auto y = RunSingleOp(ir::OpKind::kMaxPool, a, {{x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ((*y)[0].dtype(), DType::kUInt8);
+  EXPECT_EQ((*y)[0].data<uint8_t>()[0], 250);
+  EXPECT_EQ((*y)[0].data<uint8_t>()[1], 255);
+}
+
+TEST(NnPoolTest, GlobalPools) {
+  const Tensor x = RandomF32({3, 5, 4, 7}, 25);
+  Tensor avg(DType::kFloat32, {3, 5, 1, 1}), mx(DType::kFloat32, {3, 5, 1, 1});
+  for (int64_t p = 0; p < 15; ++p) {
+    double s = 0;
+    float m = -2;
+    for (int64_t i = 0; i < 28; ++i) {
+      s += x.data<float>()[p * 28 + i];
+      m = std::max(m, x.data<float>()[p * 28 + i]);
+    }
+    avg.data<float>()[p] = static_cast<float>(s / 28);
+    mx.data<float>()[p] = m;
+  }
+  auto y = RunSingleOp(ir::OpKind::kGlobalAveragePool, ir::NoAttrs{}, {{x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(CompareTensors((*y)[0], avg, 1e-6, 1e-7), "");
+  y = RunSingleOp(ir::OpKind::kGlobalMaxPool, ir::NoAttrs{}, {{x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(CompareTensors((*y)[0], mx, 0, 0), "");
+}
+
+TEST(NnPoolTest, RejectsBadAttributes) {
+  const Tensor x = RandomF32({1, 1, 4, 4}, 26);
+  ir::PoolAttrs no_kernel;
+  auto y = RunSingleOp(ir::OpKind::kMaxPool, no_kernel, {{x}});
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("kernel_shape"), absl::string_view::npos) << y.status();
+  ir::PoolAttrs big;
+  big.kernel_shape = {5, 5};
+  y = RunSingleOp(ir::OpKind::kAveragePool, big, {{x}});
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument) << y.status();
+  ir::PoolAttrs wrong_rank;
+  wrong_rank.kernel_shape = {2};
+  y = RunSingleOp(ir::OpKind::kMaxPool, wrong_rank, {{x}});
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("spatial axes"), absl::string_view::npos) << y.status();
+}
+
+}  // namespace
+}  // namespace qcc::testing

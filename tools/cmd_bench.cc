@@ -1,0 +1,194 @@
+// `qcc bench MODEL.onnx [--batch N] [--threads N] [--warmup K] [--iters K] [--shape NAME=DIMS]`
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "backend_cpu/evaluator.h"
+#include "ir/printer.h"
+#include "support/status.h"
+#include "tools/commands.h"
+#include "tools/tool_io.h"
+
+namespace qcc::tools {
+namespace {
+
+// Parses "NAME=D0,D1,..." (also accepting 'x' between extents).
+absl::StatusOr<std::pair<std::string, Dims>> ParseShapeArg(const std::string& arg) {
+  QCC_ASSIGN_OR_RETURN(auto name_value, SplitNameValue(arg, "--shape"));
+  Dims dims;
+  for (absl::string_view part : absl::StrSplit(name_value.second, absl::ByAnyChar(",x"))) {
+    int64_t d = 0;
+    if (!absl::SimpleAtoi(part, &d) || d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shape '", arg, "': extents must be non-negative integers, e.g. --shape x=1,3,64,64"));
+    }
+    dims.push_back(d);
+  }
+  return std::make_pair(name_value.first, dims);
+}
+
+// "1,3,D2,D3": known extents, the batch for a dynamic leading extent, and placeholders.
+std::string ShapeTemplate(const std::vector<ir::Dim>& dims, int batch) {
+  std::vector<std::string> parts;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    parts.push_back(ir::IsKnown(dims[a]) ? absl::StrCat(dims[a])
+                    : a == 0             ? absl::StrCat(batch)
+                                         : absl::StrCat("D", a));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+// The concrete shape of each graph input: --shape when given, else the declared extents with a
+// dynamic leading (batch) extent set to `batch`.
+absl::StatusOr<std::vector<Dims>> InputShapes(const ir::Graph& graph, const BenchOptions& opts) {
+  std::vector<Dims> shapes(graph.inputs().size());
+  std::vector<bool> given(graph.inputs().size(), false);
+  for (const std::string& arg : opts.shapes) {
+    QCC_ASSIGN_OR_RETURN(auto name_dims, ParseShapeArg(arg));
+    size_t i = 0;
+    while (i < graph.inputs().size() && graph.inputs()[i]->name() != name_dims.first) ++i;
+    if (i == graph.inputs().size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--shape '", arg,
+                                                     "': the model has no input '", name_dims.first,
+                                                     "'; its inputs are ", InputNameList(graph)));
+    }
+    shapes[i] = name_dims.second;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (given[i]) continue;
+    const ir::Value& v = *graph.inputs()[i];
+    const std::string type = ir::TypeToString(graph, v.type());
+    if (!v.type().has_rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", v.name(), "' (", type,
+                                                     ") has an unknown rank; give --shape ",
+                                                     v.name(), "=D0,D1,..."));
+    }
+    const auto& dims = *v.type().dims;
+    for (size_t a = 0; a < dims.size(); ++a) {
+      if (ir::IsKnown(dims[a])) {
+        shapes[i].push_back(dims[a]);
+      } else if (a == 0) {
+        shapes[i].push_back(std::max(opts.batch, 1));
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", v.name(), "' (", type, ") has a dynamic extent at axis ", a,
+                         "; give its shape with --shape ", v.name(), "=",
+                         ShapeTemplate(dims, std::max(opts.batch, 1))));
+      }
+    }
+  }
+  return shapes;
+}
+
+// Seeded random data: floats uniform in [-1, 1), integers in [0, 4), booleans 0/1.
+Tensor RandomTensor(DType dtype, const Dims& dims, std::mt19937& rng) {
+  if (IsFloat(dtype)) {
+    Tensor f(DType::kFloat32, dims);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = dist(rng);
+    return dtype == DType::kFloat32 ? f : CastTensor(f, dtype);
+  }
+  Tensor n(DType::kInt64, dims);
+  std::uniform_int_distribution<int64_t> dist(0, dtype == DType::kBool ? 1 : 3);
+  for (int64_t i = 0; i < n.numel(); ++i) n.data<int64_t>()[i] = dist(rng);
+  return dtype == DType::kInt64 ? n : CastTensor(n, dtype);
+}
+
+// A progress line on stderr, only when stderr is a terminal; redrawn at most 10 times a second.
+class Progress {
+ public:
+  Progress() : enabled_(isatty(STDERR_FILENO) != 0) {}
+  void Update(const char* phase, int i, int n) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (i != n && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    std::fprintf(stderr, "\rbench: %s %d/%d   ", phase, i, n);
+    drawn_ = true;
+  }
+  ~Progress() {
+    if (drawn_) std::fprintf(stderr, "\r%40s\r", "");
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace
+
+absl::Status BenchCommand(const BenchOptions& opts) {
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
+  const int threads = opts.threads > 0
+                          ? opts.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu::EvalOptions eval_options;
+  eval_options.num_threads = threads;
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
+                       cpu::Evaluator::Create(*graph, eval_options));
+  QCC_ASSIGN_OR_RETURN(std::vector<Dims> shapes, InputShapes(*graph, opts));
+
+  std::mt19937 rng(opts.seed);
+  std::vector<Tensor> feeds;
+  int64_t batch = -1;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ir::Value& v = *graph->inputs()[i];
+    feeds.push_back(RandomTensor(v.dtype(), shapes[i], rng));
+    std::printf("input '%s': %s%s (random, seed %u)\n", v.name().c_str(),
+                std::string(DTypeName(v.dtype())).c_str(), DimsToString(shapes[i]).c_str(),
+                opts.seed);
+    if (batch < 0 && !shapes[i].empty()) batch = shapes[i][0];
+  }
+  if (batch < 0) batch = 1;
+  if (opts.batch > 0 && batch != opts.batch) {
+    std::fprintf(stderr,
+                 "qcc: note: the model's inputs fix the batch at %lld; --batch %d ignored\n",
+                 static_cast<long long>(batch), opts.batch);
+  }
+
+  std::vector<double> ms;
+  {
+    Progress progress;
+    for (int i = 0; i < opts.warmup; ++i) {
+      progress.Update("warmup", i + 1, opts.warmup);
+      QCC_RETURN_IF_ERROR(evaluator->Run(feeds).status());
+    }
+    for (int i = 0; i < opts.iters; ++i) {
+      progress.Update("iteration", i + 1, opts.iters);
+      const auto start = std::chrono::steady_clock::now();
+      QCC_RETURN_IF_ERROR(evaluator->Run(feeds).status());
+      const auto stop = std::chrono::steady_clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  // p90 by nearest rank: the smallest sample with at least 90% of samples at or below it.
+  const double p90 = ms[static_cast<size_t>(std::ceil(0.9 * n)) - 1];
+  const double throughput = static_cast<double>(batch) * 1000.0 / median;
+
+  std::printf("latency: median %.4g ms, p90 %.4g ms (%d iterations after %d warmup, %d threads)\n",
+              median, p90, opts.iters, opts.warmup, threads);
+  std::printf("throughput: %.1f samples/s\n", throughput);
+  std::printf("bench: model=%s batch=%lld threads=%d median_ms=%.6g p90_ms=%.6g throughput=%.6g\n",
+              opts.model.c_str(), static_cast<long long>(batch), threads, median, p90, throughput);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace qcc::tools

@@ -1,0 +1,68 @@
+// `qcc inspect MODEL.onnx`: the imported IR and a one-line summary.
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/printer.h"
+#include "support/status.h"
+#include "tools/commands.h"
+#include "tools/tool_io.h"
+
+namespace qcc::tools {
+namespace {
+
+// "Conv x2, Relu x2, MatMul x1": by count, most frequent first, then by name.
+std::string OpCounts(const ir::Graph& graph) {
+  std::map<std::string, int> counts;
+  for (const auto& node : graph.nodes()) ++counts[std::string(ir::OpName(node->kind()))];
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [name, count] : sorted) parts.push_back(absl::StrCat(name, " x", count));
+  return absl::StrJoin(parts, ", ");
+}
+
+// Parameters (elements of constant values and of Constant nodes, where exporters such as
+// paddle2onnx keep weights) and their bytes per dtype, e.g. "f32 23976 B".
+std::string WeightSummary(const ir::Graph& graph) {
+  int64_t params = 0;
+  std::map<DType, int64_t> bytes;
+  auto add = [&](const Tensor& t) {
+    params += t.numel();
+    bytes[t.dtype()] += static_cast<int64_t>(t.nbytes());
+  };
+  for (const auto& value : graph.values()) {
+    if (const Tensor* c = value->constant()) add(*c);
+  }
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() == ir::OpKind::kConstant) add(node->attrs<ir::ConstantAttrs>().value);
+  }
+  std::vector<std::string> parts;
+  int64_t total = 0;
+  for (const auto& [dtype, n] : bytes) {
+    parts.push_back(absl::StrCat(DTypeName(dtype), " ", n, " B"));
+    total += n;
+  }
+  return absl::StrCat(params, " parameters, weight bytes ", total,
+                      parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")"));
+}
+
+}  // namespace
+
+absl::Status InspectCommand(const InspectOptions& opts) {
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
+  std::fputs(ir::PrintGraph(*graph).c_str(), stdout);
+  std::printf("summary: %zu nodes (%s), %s, opset %d\n", graph->nodes().size(),
+              OpCounts(*graph).c_str(), WeightSummary(*graph).c_str(), graph->opset());
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace qcc::tools

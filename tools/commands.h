@@ -1,0 +1,52 @@
+// The qcc commands, one function per subcommand (each defined in tools/cmd_<name>.cc). main.cc
+// parses the command line into these option structs and prints the returned error, if any.
+#ifndef QCC_TOOLS_COMMANDS_H_
+#define QCC_TOOLS_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace qcc::tools {
+
+/// `qcc --version`: "qcc X.Y.Z" and a line on the CUDA build and the devices found.
+std::string VersionText();
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // "NAME=FILE", a .npy or ONNX TensorProto .pb
+  std::string test_data;            // an ONNX test_data_set_N folder (input_K.pb, output_K.pb)
+  std::string output_dir;           // where output_K.pb go; nothing is written when empty
+  int threads = 0;                  // 0: every core
+};
+
+/// `qcc run`: evaluates the model in fp32 on the CPU, prints a summary of each output, compares
+/// with the reference outputs of --test-data when present and writes output_K.pb files.
+absl::Status RunCommand(const RunOptions& options);
+
+struct InspectOptions {
+  std::string model;
+};
+
+/// `qcc inspect`: prints the imported IR and a summary (ops, parameters, weight bytes by dtype).
+absl::Status InspectCommand(const InspectOptions& options);
+
+struct BenchOptions {
+  std::string model;
+  int batch = 0;  // 0: not given (1 for a dynamic batch)
+  int threads = 0;
+  int warmup = 3;
+  int iters = 20;
+  std::vector<std::string> shapes;  // "NAME=D0,D1,..." for inputs with other dynamic extents
+  uint32_t seed = 0;
+};
+
+/// `qcc bench`: times the fp32 CPU evaluator on seeded random inputs and prints median and p90
+/// latency, throughput and a machine-readable `bench: ...` line.
+absl::Status BenchCommand(const BenchOptions& options);
+
+}  // namespace qcc::tools
+
+#endif  // QCC_TOOLS_COMMANDS_H_

@@ -1,0 +1,131 @@
+#include "tools/tool_io.h"
+
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/tensor_proto.h"
+#include "support/npy.h"
+
+namespace qcc::tools {
+
+namespace fs = std::filesystem;
+
+absl::Status CheckRegularFile(const std::string& path, absl::string_view what) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    return absl::NotFoundError(absl::StrCat(what, " '", path, "': no such file"));
+  }
+  if (fs::is_directory(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", path, "' is a directory, not a file"));
+  }
+  if (!fs::is_regular_file(st)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "' is not a regular file"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDirectory(const std::string& path, absl::string_view what) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    return absl::NotFoundError(absl::StrCat(what, " '", path, "': no such folder"));
+  }
+  if (!fs::is_directory(st)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "' is not a folder"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EnsureDirectory(const std::string& path, absl::string_view what) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return absl::OkStatus();
+  if (fs::exists(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", path, "' exists and is not a folder"));
+  }
+  fs::create_directories(path, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " '", path, "': cannot create (", ec.message(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+bool PathExists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> LoadModel(const std::string& path) {
+  absl::Status file = CheckRegularFile(path, "model");
+  if (!file.ok()) return file;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> graph = frontend::ImportOnnxFile(path);
+  if (!graph.ok() && !absl::StrContains(graph.status().message(), path)) {
+    return absl::Status(graph.status().code(),
+                        absl::StrCat("model '", path, "': ", graph.status().message()));
+  }
+  return graph;
+}
+
+absl::StatusOr<Tensor> ReadTensorFile(const std::string& path) {
+  absl::Status file = CheckRegularFile(path, "tensor file");
+  if (!file.ok()) return file;
+  const std::string ext = absl::AsciiStrToLower(fs::path(path).extension().string());
+  absl::StatusOr<Tensor> t;
+  if (ext == ".npy") {
+    t = ReadNpy(path);
+  } else if (ext == ".pb") {
+    t = frontend::ReadTensorProtoFile(path);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor file '", path, "': unknown extension '", ext,
+                     "' (expected .npy for NumPy arrays or .pb for ONNX TensorProto files)"));
+  }
+  if (!t.ok() && !absl::StrContains(t.status().message(), path)) {
+    return absl::Status(t.status().code(),
+                        absl::StrCat("tensor file '", path, "': ", t.status().message()));
+  }
+  return t;
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> SplitNameValue(absl::string_view arg,
+                                                                   absl::string_view flag) {
+  const size_t eq = arg.find('=');
+  if (eq == absl::string_view::npos || eq == 0 || eq + 1 == arg.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " '", arg, "': expected NAME=VALUE, e.g. ", flag, " input=x.npy"));
+  }
+  return std::make_pair(std::string(arg.substr(0, eq)), std::string(arg.substr(eq + 1)));
+}
+
+std::string InputNameList(const ir::Graph& graph) {
+  std::vector<std::string> names;
+  for (const ir::Value* v : graph.inputs()) names.push_back(absl::StrCat("'", v->name(), "'"));
+  return names.empty() ? "(none)" : absl::StrJoin(names, ", ");
+}
+
+std::string OneLine(absl::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char c : message) {
+    if (c == '\n') {
+      if (!out.empty() && out.back() != ' ') out += "; ";
+    } else if (c == '\r' || c == '\t') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
+  return out;
+}
+
+}  // namespace qcc::tools
