@@ -24,9 +24,9 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& gr
   std::vector<const ir::Node*> missing = UnsupportedNodes(graph);
   if (!missing.empty()) {
     const ir::Node* n = missing.front();
-    return absl::UnimplementedError(absl::StrCat(
-        "node '", n->name(), "': op ", ir::OpName(n->kind()), " (opset ", graph.opset(),
-        ") has no CPU kernel yet"));
+    return absl::UnimplementedError(absl::StrCat("node '", n->name(), "': op ",
+                                                 ir::OpName(n->kind()), " (opset ", graph.opset(),
+                                                 ") has no CPU kernel yet"));
   }
   if (options.num_threads <= 0) {
     options.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -38,17 +38,16 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& gr
 absl::Status Evaluator::CheckInputs(absl::Span<const Tensor> inputs) const {
   const auto& graph_inputs = graph_.inputs();
   if (inputs.size() != graph_inputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model takes ", graph_inputs.size(),
-                                                   " inputs, got ", inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model takes ", graph_inputs.size(), " inputs, got ", inputs.size()));
   }
   absl::flat_hash_map<ir::Dim, int64_t> symbols;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = *graph_inputs[i];
     const Tensor& t = inputs[i];
     if (t.dtype() != v.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", v.name(), "' must be ",
-                                                     DTypeName(v.dtype()), ", got ",
-                                                     DTypeName(t.dtype())));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", v.name(), "' must be ", DTypeName(v.dtype()), ", got ", DTypeName(t.dtype())));
     }
     if (!v.type().has_rank()) continue;
     const auto& dims = *v.type().dims;
@@ -62,9 +61,9 @@ absl::Status Evaluator::CheckInputs(absl::Span<const Tensor> inputs) const {
       }
     }
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", v.name(), "' must have shape ",
-                       ir::TypeToString(graph_, v.type()), ", got ", DimsToString(t.dims())));
+      return absl::InvalidArgumentError(absl::StrCat("input '", v.name(), "' must have shape ",
+                                                     ir::TypeToString(graph_, v.type()), ", got ",
+                                                     DimsToString(t.dims())));
     }
   }
   return absl::OkStatus();
@@ -107,10 +106,10 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       in.push_back(t);
     }
     for (const Tensor& t : in) {
-      in_types.push_back(t.defined() ? ir::TensorType(t.dtype(), std::vector<ir::Dim>(
-                                                                     t.dims().begin(),
-                                                                     t.dims().end()))
-                                     : ir::TensorType());
+      in_types.push_back(
+          t.defined()
+              ? ir::TensorType(t.dtype(), std::vector<ir::Dim>(t.dims().begin(), t.dims().end()))
+              : ir::TensorType());
     }
     for (const Tensor& t : in) in_values.push_back(t.defined() ? &t : nullptr);
     QCC_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types,

@@ -5,13 +5,13 @@
 namespace qcc::cpu {
 
 absl::Status OpContext::Unsupported(absl::string_view what) const {
-  return absl::UnimplementedError(absl::StrCat("node '", node.name(), "' (",
-                                               ir::OpName(node.kind()), "): ", what));
+  return absl::UnimplementedError(
+      absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), "): ", what));
 }
 
 absl::Status OpContext::Error(absl::string_view what) const {
-  return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "' (",
-                                                 ir::OpName(node.kind()), "): ", what));
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), "): ", what));
 }
 
 void OpRegistry::Add(ir::OpKind kind, OpRunFn run, FloatPolicy policy) {

@@ -4,9 +4,9 @@
 #define QCC_BACKEND_CPU_OP_REGISTRY_H_
 
 #include <array>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/graph.h"
 #include "support/tensor.h"
@@ -28,7 +28,9 @@ struct OpContext {
   const Tensor& input(int i) const { return inputs[i]; }
   Tensor& output(int i) { return outputs[i]; }
   template <typename T>
-  const T& attrs() const { return node.attrs<T>(); }
+  const T& attrs() const {
+    return node.attrs<T>();
+  }
   /// An Unimplemented error naming the node and op, e.g. "no CPU kernel for f64 inputs".
   absl::Status Unsupported(absl::string_view what) const;
   /// An InvalidArgument error naming the node and op.

@@ -190,11 +190,6 @@ absl::Status ReadNodeAttrs(const NodeImport& n, OpKind kind, ir::Attrs& attrs) {
         a.nearest_mode = ir::NearestMode::kFloor;
       }
       if (IsUpsample(n)) return ReadUpsampleAttrs(n, std::get<ir::ResizeAttrs>(attrs));
-      if (auto* a = FindAttr(n.proto, "coordinate_transformation_mode");
-          a != nullptr && a->s() == "tf_half_pixel_for_nn") {  // valid in opsets 11 and 12 only
-        return n.Error(absl::StatusCode::kUnimplemented,
-                       "coordinate_transformation_mode 'tf_half_pixel_for_nn' is not supported");
-      }
       break;
     default:
       break;

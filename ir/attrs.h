@@ -6,10 +6,10 @@
 
 #include <cstdint>
 #include <limits>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "support/dtype.h"
 #include "support/tensor.h"
 
@@ -19,24 +19,24 @@ using Ints = std::vector<int64_t>;
 using Floats = std::vector<float>;
 
 /// Declares Visit(v) (const and non-const) calling v("onnx_name", field) for every field.
-#define QCC_ATTR_FIELDS(...)            \
-  template <typename V>                 \
-  void Visit(V&& v) {                   \
-    __VA_ARGS__                         \
-  }                                     \
-  template <typename V>                 \
-  void Visit(V&& v) const {             \
-    __VA_ARGS__                         \
+#define QCC_ATTR_FIELDS(...) \
+  template <typename V>      \
+  void Visit(V&& v) {        \
+    __VA_ARGS__              \
+  }                          \
+  template <typename V>      \
+  void Visit(V&& v) const {  \
+    __VA_ARGS__              \
   }
 
 /// Names of an attribute enum's values, in declaration order, as ONNX spells them.
 template <typename E>
 struct EnumNames;
 
-#define QCC_ATTR_ENUM(Enum, ...)                                   \
-  template <>                                                      \
-  struct EnumNames<Enum> {                                         \
-    static constexpr absl::string_view kNames[] = {__VA_ARGS__};    \
+#define QCC_ATTR_ENUM(Enum, ...)                                 \
+  template <>                                                    \
+  struct EnumNames<Enum> {                                       \
+    static constexpr absl::string_view kNames[] = {__VA_ARGS__}; \
   };
 
 enum class AutoPad : uint8_t { kNotSet, kSameUpper, kSameLower, kValid };
@@ -71,7 +71,7 @@ struct NoAttrs {
 
 struct ConvAttrs {
   AutoPad auto_pad = AutoPad::kNotSet;
-  Ints dilations;     // empty: all 1
+  Ints dilations;  // empty: all 1
   int64_t group = 1;
   Ints kernel_shape;  // empty: from the weight's shape
   Ints pads;          // [begin..., end...]; empty: all 0

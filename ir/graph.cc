@@ -101,11 +101,10 @@ void Graph::RemoveDeadValues() {
     for (Value* v : n->inputs_) live.insert(v);
     for (Value* v : n->outputs_) live.insert(v);
   }
-  values_.erase(std::remove_if(values_.begin(), values_.end(),
-                               [&](const std::unique_ptr<Value>& v) {
-                                 return !live.contains(v.get());
-                               }),
-                values_.end());
+  values_.erase(
+      std::remove_if(values_.begin(), values_.end(),
+                     [&](const std::unique_ptr<Value>& v) { return !live.contains(v.get()); }),
+      values_.end());
 }
 
 absl::Status Graph::TopologicalSort() {
@@ -142,9 +141,8 @@ absl::Status Graph::TopologicalSort() {
   if (order.size() != nodes_.size()) {
     for (const auto& n : nodes_) {
       if (pending[n.get()] > 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph has a cycle through node '", n->name_, "' (", OpName(n->kind_),
-                         ")"));
+        return absl::InvalidArgumentError(absl::StrCat("graph has a cycle through node '", n->name_,
+                                                       "' (", OpName(n->kind_), ")"));
       }
     }
   }

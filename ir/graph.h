@@ -66,9 +66,13 @@ class Node {
 
   /// The typed attributes; `T` must be the struct ops.def names for this kind.
   template <typename T>
-  const T& attrs() const { return std::get<T>(attrs_); }
+  const T& attrs() const {
+    return std::get<T>(attrs_);
+  }
   template <typename T>
-  T& mutable_attrs() { return std::get<T>(attrs_); }
+  T& mutable_attrs() {
+    return std::get<T>(attrs_);
+  }
   const Attrs& attrs_variant() const { return attrs_; }
   void set_attrs(Attrs a) { attrs_ = std::move(a); }
 

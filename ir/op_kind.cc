@@ -31,7 +31,7 @@ std::optional<OpKind> OpKindFromName(absl::string_view onnx_name) {
 Attrs DefaultAttrs(OpKind kind) {
   switch (kind) {
 #define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out) \
-  case OpKind::k##kind:                                                    \
+  case OpKind::k##kind:                                                   \
     return attrs{};
 #include "ir/ops.def"
 #undef OP

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <optional>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "ir/attrs.h"
 
 namespace qcc::ir {

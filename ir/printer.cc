@@ -1,10 +1,10 @@
 #include "ir/printer.h"
 
-#include "absl/strings/string_view.h"
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 
 namespace qcc::ir {
 
@@ -33,7 +33,9 @@ struct IsAttrEnum<T, std::void_t<decltype(EnumNames<T>::kNames)>> : std::true_ty
 
 struct AttrPrinter {
   std::vector<std::string>* parts;
-  void operator()(absl::string_view name, int64_t v) { parts->push_back(absl::StrCat(name, "=", v)); }
+  void operator()(absl::string_view name, int64_t v) {
+    parts->push_back(absl::StrCat(name, "=", v));
+  }
   void operator()(absl::string_view name, float v) { parts->push_back(absl::StrCat(name, "=", v)); }
   void operator()(absl::string_view name, const Ints& v) {
     parts->push_back(absl::StrCat(name, "=[", absl::StrJoin(v, ","), "]"));
@@ -83,8 +85,8 @@ std::string PrintGraph(const Graph& graph) {
     for (const Value* v : n->inputs()) ins.push_back(v ? absl::StrCat("%", v->name()) : "none");
     std::string attrs = AttrsToString(*n);
     absl::StrAppend(&s, "  ", absl::StrJoin(outs, ", "), " = ", OpName(n->kind()), "(",
-                    absl::StrJoin(ins, ", "), ")", attrs.empty() ? "" : " {" + attrs + "}",
-                    " : ", absl::StrJoin(types, ", "), "  # ", n->name(), "\n");
+                    absl::StrJoin(ins, ", "), ")", attrs.empty() ? "" : " {" + attrs + "}", " : ",
+                    absl::StrJoin(types, ", "), "  # ", n->name(), "\n");
   }
   for (const Value* v : graph.outputs()) {
     absl::StrAppend(&s, "  output %", v->name(), " : ", TypeToString(graph, v->type()), "\n");

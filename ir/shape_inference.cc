@@ -21,8 +21,7 @@ ShapeFn GetShapeFn(OpKind kind) {
   return kFns[static_cast<int>(kind)];
 }
 
-absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node,
-                                                  std::vector<TensorType> inputs,
+absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node, std::vector<TensorType> inputs,
                                                   std::vector<const Tensor*> values) {
   InferContext ctx{node, std::move(inputs), std::move(values), {}};
   ctx.outputs.resize(node.num_outputs());

@@ -3,10 +3,10 @@
 #ifndef QCC_IR_SHAPE_INFERENCE_H_
 #define QCC_IR_SHAPE_INFERENCE_H_
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "ir/graph.h"
 #include "ir/types.h"
 #include "support/tensor.h"
@@ -28,7 +28,9 @@ struct InferContext {
   /// The data of input `i` when known, else nullptr.
   const Tensor* value(int i) const { return i < num_inputs() ? values[i] : nullptr; }
   template <typename T>
-  const T& attrs() const { return node.attrs<T>(); }
+  const T& attrs() const {
+    return node.attrs<T>();
+  }
   /// An InvalidArgument error naming this node and its op.
   absl::Status Error(absl::string_view message) const;
 };
@@ -40,8 +42,7 @@ using ShapeFn = absl::Status (*)(InferContext&);
 ShapeFn GetShapeFn(OpKind kind);
 
 /// Runs the shape function of `node` over the given inputs; returns the output types.
-absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node,
-                                                  std::vector<TensorType> inputs,
+absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node, std::vector<TensorType> inputs,
                                                   std::vector<const Tensor*> values);
 
 /// Infers every node's output types in topological order, using constant values where known.

@@ -21,7 +21,8 @@ absl::Status Verify(const Graph& graph) {
   absl::flat_hash_set<const Value*> defined;
   for (const auto& v : graph.values()) {
     if (!names.insert(v->name()).second) {
-      return absl::InternalError(absl::StrCat("verifier: value name '", v->name(), "' is used twice"));
+      return absl::InternalError(
+          absl::StrCat("verifier: value name '", v->name(), "' is used twice"));
     }
     if (v->constant() != nullptr || v->is_graph_input()) defined.insert(v.get());
   }
@@ -44,8 +45,8 @@ absl::Status Verify(const Graph& graph) {
       const Value* v = n->input(i);
       if (v == nullptr) continue;
       if (!defined.contains(v)) {
-        return NodeError(*n, absl::StrCat("input ", i, " '", v->name(),
-                                          "' is not defined before this node"));
+        return NodeError(
+            *n, absl::StrCat("input ", i, " '", v->name(), "' is not defined before this node"));
       }
       const auto& uses = v->uses();
       if (std::find(uses.begin(), uses.end(), Use{n.get(), i}) == uses.end()) {

@@ -55,7 +55,7 @@ QCC_HOST_DEVICE inline uint16_t FloatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
   }
   if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (ax < 0x38800000u) {  // subnormal or zero in fp16
+  if (ax < 0x38800000u) {                                               // subnormal or zero in fp16
     if (ax < 0x33000000u) return sign;  // below half the smallest subnormal
     const uint32_t e = ax >> 23;
     const uint32_t m = (ax & 0x7fffffu) | 0x800000u;

@@ -62,31 +62,49 @@ bool Tensor::BitwiseEquals(const Tensor& other) const {
 
 double Tensor::GetAsDouble(int64_t i) const {
   switch (dtype_) {
-    case DType::kFloat32: return data<float>()[i];
-    case DType::kFloat16: return HalfToFloat(data<uint16_t>()[i]);
-    case DType::kBFloat16: return BFloat16ToFloat(data<uint16_t>()[i]);
-    case DType::kFloat64: return data<double>()[i];
-    case DType::kInt8: return data<int8_t>()[i];
-    case DType::kUInt8: return data<uint8_t>()[i];
-    case DType::kInt16: return data<int16_t>()[i];
-    case DType::kUInt16: return data<uint16_t>()[i];
-    case DType::kInt32: return data<int32_t>()[i];
-    case DType::kUInt32: return data<uint32_t>()[i];
-    case DType::kInt64: return static_cast<double>(data<int64_t>()[i]);
-    case DType::kUInt64: return static_cast<double>(data<uint64_t>()[i]);
-    case DType::kBool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kFloat32:
+      return data<float>()[i];
+    case DType::kFloat16:
+      return HalfToFloat(data<uint16_t>()[i]);
+    case DType::kBFloat16:
+      return BFloat16ToFloat(data<uint16_t>()[i]);
+    case DType::kFloat64:
+      return data<double>()[i];
+    case DType::kInt8:
+      return data<int8_t>()[i];
+    case DType::kUInt8:
+      return data<uint8_t>()[i];
+    case DType::kInt16:
+      return data<int16_t>()[i];
+    case DType::kUInt16:
+      return data<uint16_t>()[i];
+    case DType::kInt32:
+      return data<int32_t>()[i];
+    case DType::kUInt32:
+      return data<uint32_t>()[i];
+    case DType::kInt64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DType::kUInt64:
+      return static_cast<double>(data<uint64_t>()[i]);
+    case DType::kBool:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
     case DType::kFloat8E4M3:
-    case DType::kUndefined: return 0.0;
+    case DType::kUndefined:
+      return 0.0;
   }
   return 0.0;
 }
 
 int64_t Tensor::GetAsInt64(int64_t i) const {
   switch (dtype_) {
-    case DType::kInt64: return data<int64_t>()[i];
-    case DType::kUInt64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    case DType::kInt32: return data<int32_t>()[i];
-    default: return static_cast<int64_t>(GetAsDouble(i));
+    case DType::kInt64:
+      return data<int64_t>()[i];
+    case DType::kUInt64:
+      return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DType::kInt32:
+      return data<int32_t>()[i];
+    default:
+      return static_cast<int64_t>(GetAsDouble(i));
   }
 }
 
@@ -130,12 +148,15 @@ Tensor CastTensor(const Tensor& t, DType to) {
   switch (to) {
     case DType::kFloat32:
       if (t.dtype() == DType::kInt64) {
-        for (int64_t i = 0; i < n; ++i) out.data<float>()[i] = static_cast<float>(t.data<int64_t>()[i]);
+        for (int64_t i = 0; i < n; ++i)
+          out.data<float>()[i] = static_cast<float>(t.data<int64_t>()[i]);
       } else {
         StoreAll(t, out.data<float>());
       }
       break;
-    case DType::kFloat64: StoreAll(t, out.data<double>()); break;
+    case DType::kFloat64:
+      StoreAll(t, out.data<double>());
+      break;
     case DType::kFloat16:
       for (int64_t i = 0; i < n; ++i) {
         out.data<uint16_t>()[i] = FloatToHalf(static_cast<float>(t.GetAsDouble(i)));
@@ -146,14 +167,30 @@ Tensor CastTensor(const Tensor& t, DType to) {
         out.data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(t.GetAsDouble(i)));
       }
       break;
-    case DType::kInt8: StoreAll(t, out.data<int8_t>()); break;
-    case DType::kUInt8: StoreAll(t, out.data<uint8_t>()); break;
-    case DType::kInt16: StoreAll(t, out.data<int16_t>()); break;
-    case DType::kUInt16: StoreAll(t, out.data<uint16_t>()); break;
-    case DType::kInt32: StoreAll(t, out.data<int32_t>()); break;
-    case DType::kUInt32: StoreAll(t, out.data<uint32_t>()); break;
-    case DType::kInt64: StoreAll(t, out.data<int64_t>()); break;
-    case DType::kUInt64: StoreAll(t, out.data<uint64_t>()); break;
+    case DType::kInt8:
+      StoreAll(t, out.data<int8_t>());
+      break;
+    case DType::kUInt8:
+      StoreAll(t, out.data<uint8_t>());
+      break;
+    case DType::kInt16:
+      StoreAll(t, out.data<int16_t>());
+      break;
+    case DType::kUInt16:
+      StoreAll(t, out.data<uint16_t>());
+      break;
+    case DType::kInt32:
+      StoreAll(t, out.data<int32_t>());
+      break;
+    case DType::kUInt32:
+      StoreAll(t, out.data<uint32_t>());
+      break;
+    case DType::kInt64:
+      StoreAll(t, out.data<int64_t>());
+      break;
+    case DType::kUInt64:
+      StoreAll(t, out.data<uint64_t>());
+      break;
     case DType::kBool:
       for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = t.GetAsDouble(i) != 0.0;
       break;

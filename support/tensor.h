@@ -46,9 +46,13 @@ class Tensor {
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }
   template <typename T>
-  T* data() { return static_cast<T*>(raw()); }
+  T* data() {
+    return static_cast<T*>(raw());
+  }
   template <typename T>
-  const T* data() const { return static_cast<const T*>(raw()); }
+  const T* data() const {
+    return static_cast<const T*>(raw());
+  }
 
   /// Same storage, another shape with the same element count.
   Tensor Reshaped(Dims dims) const;

@@ -1,8 +1,7 @@
 #include "backend_cpu/kernels/conv.h"
 
-#include <array>
-
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "backend_cpu/kernels/conv_internal.h"
@@ -138,8 +137,8 @@ void FillRows(const float* bias, int64_t rows, int64_t cols, int64_t ld, float* 
 
 namespace internal {
 
-void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int64_t r0,
-                   int64_t r1, float* col, int64_t ld, int64_t col_offset, int num_threads) {
+void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int64_t r0, int64_t r1,
+                   float* col, int64_t ld, int64_t col_offset, int num_threads) {
   constexpr int64_t kMaxTaps = 64;
   const int64_t kvol = p.kernel_size();
   const int64_t in_sp = p.in_size();
@@ -157,6 +156,35 @@ void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int
 }
 
 }  // namespace internal
+
+namespace {
+
+/// Depthwise convolutions (one input channel per group, several groups) run direct.
+bool UseDepthwiseDirect(const ConvF32Params& p) {
+  return p.groups > 1 && p.IsDepthwise() && !p.IsPointwise();
+}
+
+}  // namespace
+
+int64_t ConvF32WorkspaceSize(const ConvF32Params& p) {
+  if (UseDepthwiseDirect(p)) return 0;
+  return ConvF32HasAvx512() ? ConvF32Avx512WorkspaceSize(p) : ConvF32Im2colWorkspaceSize(p);
+}
+
+void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
+             float* workspace) {
+  if (UseDepthwiseDirect(p)) {
+    if (ConvF32HasAvx512() && ConvF32DepthwiseAvx512Fits(p)) {
+      ConvF32DepthwiseAvx512(p, x, w, bias, y);
+    } else {
+      ConvF32DepthwiseDirect(p, x, w, bias, y);
+    }
+  } else if (ConvF32HasAvx512()) {
+    ConvF32Im2colAvx512(p, x, w, bias, y, workspace);
+  } else {
+    ConvF32Im2col(p, x, w, bias, y, workspace);
+  }
+}
 
 bool ConvF32Params::IsPointwise() const {
   for (int a = 0; a < 3; ++a) {
@@ -202,7 +230,8 @@ void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const
           const int64_t r1 = std::min(rows, r0 + t.band_rows);
           gp.n = (r1 - r0) * ow;
           gp.ldb = pointwise ? in_sp : gp.n;
-          if (!pointwise) internal::Im2colRowsF32(p, cg, xg, r0, r1, workspace, gp.n, 0, p.num_threads);
+          if (!pointwise)
+            internal::Im2colRowsF32(p, cg, xg, r0, r1, workspace, gp.n, 0, p.num_threads);
           if (bg != nullptr) FillRows(bg, mg, gp.n, out_sp, yg + r0 * ow);
           GemmF32(gp, wg, pointwise ? xg + r0 * ow : workspace, yg + r0 * ow);
         }

@@ -29,18 +29,48 @@ struct ConvF32Params {
   bool IsDepthwise() const { return in_channels == groups; }
 };
 
-/// Floats of scratch ConvF32Im2col needs (0 for pointwise convolutions).
-int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);
+/// Floats of scratch ConvF32 needs for `p` (including p.num_threads per-thread buffers).
+int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
 
 /// y[n, m] = bias[m] + sum over c in m's group, kernel taps of w[m, c, k] * x[n, c, at(k)], with
 /// x zero outside its extents. Shapes: x [N, C, in], w [M, C/groups, kernel], bias [M] or null,
-/// y [N, M, out]. Lowers each (image chunk, group) to one im2col + sgemm; `workspace` holds
-/// ConvF32Im2colWorkspaceSize(p) floats. No allocation.
+/// y [N, M, out]; `workspace` holds ConvF32WorkspaceSize(p) floats. Picks the kernel below that
+/// fits: direct depthwise, the AVX-512 microkernel where the CPU has it, else im2col + sgemm.
+/// No allocation.
+void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
+             float* workspace);
+
+/// Floats of scratch ConvF32Im2col needs (0 for pointwise convolutions).
+int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);
+
+/// ConvF32's contract on any CPU: each (image chunk, group) becomes one im2col (skipped for
+/// pointwise convolutions) and one GemmF32 (OpenBLAS sgemm, split over SetGemmThreads).
 void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const float* bias,
                    float* y, float* workspace);
 
-/// The same contract for depthwise convolutions (IsDepthwise()), computed directly without
-/// im2col or sgemm, parallel over (image, channel) planes.
+/// True when this CPU can run ConvF32Im2colAvx512 (avx512f).
+bool ConvF32HasAvx512();
+
+/// Floats of scratch ConvF32Im2colAvx512 needs: packed weights plus one im2col band per thread.
+int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p);
+
+/// ConvF32's contract with an AVX-512 GEMM microkernel (8 output channels x 32 positions per
+/// register tile) over per-thread im2col bands; parallel over (image, group, band) on
+/// p.num_threads threads. Call only when ConvF32HasAvx512().
+void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace);
+
+/// True when ConvF32DepthwiseAvx512 takes `p`: depthwise, no depth axis, stride 1 or 2 in x.
+bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p);
+
+/// ConvF32's contract for depthwise convolutions that ConvF32DepthwiseAvx512Fits: 16 outputs of
+/// a row per register, accumulated over every tap before one store. Parallel over planes.
+/// Call only when ConvF32HasAvx512().
+void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
+                            const float* bias, float* y);
+
+/// ConvF32's contract for depthwise convolutions (IsDepthwise()), computed directly without
+/// im2col or sgemm, parallel over (image, channel) planes; any CPU, any geometry.
 void ConvF32DepthwiseDirect(const ConvF32Params& p, const float* x, const float* w,
                             const float* bias, float* y);
 

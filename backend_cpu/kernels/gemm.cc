@@ -2,18 +2,30 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
+
+#include "backend_cpu/kernels/nn_parallel.h"
 
 namespace qcc::cpu {
 
-void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
-  if (p.m == 0 || p.n == 0) return;
-  if (p.k == 0) {
-    for (int64_t i = 0; i < p.m; ++i) {
-      for (int64_t j = 0; j < p.n; ++j) c[i * p.ldc + j] = p.beta == 0.0f ? 0.0f : p.beta * c[i * p.ldc + j];
-    }
-    return;
-  }
+namespace {
+
+// Threads GemmF32 splits a product over. OpenBLAS itself always runs single-threaded: its idle
+// workers spin in sched_yield after every threaded call, and on a 2-core machine that spinning
+// steals the cores from every kernel that runs next (measured: small convolutions 10x slower).
+std::atomic<int> g_gemm_threads{1};
+
+/// Pins OpenBLAS to one thread, once, before its first use.
+void PinOpenBlasToOneThread() {
+  static const bool pinned = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)pinned;
+}
+
+void SgemmSingleThread(const GemmF32Params& p, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
               p.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(p.m),
               static_cast<blasint>(p.n), static_cast<blasint>(p.k), p.alpha, a,
@@ -21,9 +33,42 @@ void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
               static_cast<blasint>(p.ldc));
 }
 
+}  // namespace
+
+void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
+  if (p.m == 0 || p.n == 0) return;
+  PinOpenBlasToOneThread();
+  if (p.k == 0) {
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        c[i * p.ldc + j] = p.beta == 0.0f ? 0.0f : p.beta * c[i * p.ldc + j];
+      }
+    }
+    return;
+  }
+  // Split the larger of M and N into contiguous slices, one sgemm per thread.
+  constexpr int64_t kSlice = 16;
+  const bool split_rows = p.m >= p.n;
+  const int64_t extent = split_rows ? p.m : p.n;
+  const int64_t slices = (extent + kSlice - 1) / kSlice;
+  const int64_t cost = kSlice * (split_rows ? p.n : p.m) * p.k / 16;
+  NnParallelFor(g_gemm_threads.load(std::memory_order_relaxed), slices, cost,
+                [&](int64_t begin, int64_t end) {
+                  const int64_t lo = begin * kSlice, hi = std::min(extent, end * kSlice);
+                  GemmF32Params q = p;
+                  if (split_rows) {
+                    q.m = hi - lo;
+                    SgemmSingleThread(q, a + (p.trans_a ? lo : lo * p.lda), b, c + lo * p.ldc);
+                  } else {
+                    q.n = hi - lo;
+                    SgemmSingleThread(q, a, b + (p.trans_b ? lo * p.ldb : lo), c + lo);
+                  }
+                });
+}
+
 void SetGemmThreads(int num_threads) {
-  static std::atomic<int> current{-1};
-  if (current.exchange(num_threads) != num_threads) openblas_set_num_threads(num_threads);
+  PinOpenBlasToOneThread();
+  g_gemm_threads.store(std::max(1, num_threads), std::memory_order_relaxed);
 }
 
 }  // namespace qcc::cpu

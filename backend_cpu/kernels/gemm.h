@@ -14,10 +14,12 @@ struct GemmF32Params {
   float alpha = 1.0f, beta = 0.0f;
 };
 
-/// Row-major sgemm. With beta == 0, C need not be initialised.
+/// Row-major sgemm. With beta == 0, C need not be initialised. Large products are split over
+/// the SetGemmThreads threads (by rows or columns of C), each slice one single-threaded sgemm.
 void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c);
 
-/// Sets the number of threads GEMM may use (process-wide; OpenBLAS has one pool).
+/// Sets the number of threads GemmF32 may use (process-wide). OpenBLAS's own pool is kept at
+/// one thread: GemmF32 threads itself, so no BLAS worker is left spinning between calls.
 void SetGemmThreads(int num_threads);
 
 }  // namespace qcc::cpu

@@ -50,12 +50,8 @@ absl::Status RunConv(OpContext& ctx) {
   p.groups = a.group;
   QCC_RETURN_IF_ERROR(FillWindow(ctx, *spec, in, SpatialDims(y), pad_begin, p));
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  if (p.groups > 1 && p.IsDepthwise() && !p.IsPointwise()) {
-    ConvF32DepthwiseDirect(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
-    return absl::OkStatus();
-  }
-  float* workspace = ScratchF32(ConvF32Im2colWorkspaceSize(p));
-  ConvF32Im2col(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), workspace);
+  float* workspace = ScratchF32(ConvF32WorkspaceSize(p));
+  ConvF32(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), workspace);
   return absl::OkStatus();
 }
 

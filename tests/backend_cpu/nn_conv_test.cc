@@ -1,6 +1,9 @@
 // Conv on the CPU against hand values and a naive direct convolution written here.
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "backend_cpu/kernels/conv.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
@@ -83,8 +86,8 @@ void RunConvCase(const ConvCase& cc) {
   EXPECT_EQ(CompareTensors((*y)[0], want, 1e-4, 1e-4), "");
 }
 
-TEST(NnConvTest, MatchesNaiveConvolution) {
-  const std::vector<ConvCase> cases = {
+const std::vector<ConvCase>& Cases() {
+  static const auto* cases = new std::vector<ConvCase>{
       {"pointwise_1x1", 2, 8, 4, 1, {5, 7}, {1, 1}},
       {"pointwise_odd_channels_no_bias", 1, 3, 5, 1, {4, 4}, {1, 1}, {}, {}, {}, false},
       {"pointwise_grouped", 2, 6, 4, 2, {5, 5}, {1, 1}},
@@ -99,13 +102,87 @@ TEST(NnConvTest, MatchesNaiveConvolution) {
       {"depthwise_stride2", 2, 6, 6, 6, {7, 7}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
       {"depthwise_multiplier2_dilated", 1, 4, 8, 4, {6, 5}, {3, 3}, {}, {2, 2}, {2, 1, 2, 1}},
       {"depthwise_5x5_no_bias", 1, 3, 3, 3, {9, 8}, {5, 5}, {}, {}, {2, 2, 2, 2}, false},
+      {"depthwise_wide_rows_stride2", 2, 5, 5, 5, {6, 41}, {3, 5}, {2, 2}, {}, {1, 2, 1, 2}},
+      {"depthwise_wide_rows_dilated", 1, 3, 6, 3, {5, 37}, {3, 3}, {}, {1, 3}, {1, 3, 1, 3}},
+      {"depthwise_stride2_dilated_odd", 1, 4, 4, 4, {7, 35}, {2, 3}, {1, 2}, {2, 2}, {0, 1, 1, 2}},
       {"kernel_covers_input", 1, 3, 2, 1, {4, 4}, {4, 4}},
       {"conv1d", 2, 3, 4, 1, {10}, {3}, {2}, {}, {1, 1}},
       {"conv3d", 1, 2, 3, 1, {4, 5, 6}, {2, 3, 3}, {1, 2, 1}, {}, {0, 1, 1, 1, 0, 1}},
       {"large_map_banded", 1, 16, 8, 1, {64, 64}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"small_map_batched", 5, 8, 4, 1, {3, 3}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"channel_tail_13_odd_width", 2, 5, 13, 1, {9, 37}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"banded_wide_k", 1, 64, 24, 1, {40, 40}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"pointwise_large_grouped", 2, 32, 48, 2, {17, 19}, {1, 1}},
+      // Stride 1 with output rows of whole 16-lane vectors: the AVX-512 implicit-im2col path.
+      {"implicit_w16_dilated_pads", 2, 6, 10, 1, {7, 16}, {3, 3}, {}, {1, 2}, {1, 2, 1, 2}},
+      {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"implicit_3d_w16", 1, 3, 9, 1, {3, 4, 16}, {2, 3, 3}, {}, {}, {1, 1, 1, 0, 1, 1}},
+      {"implicit_1x5_channel_tail", 2, 3, 17, 1, {6, 48}, {1, 5}, {}, {}, {0, 2, 0, 2}},
   };
-  for (const ConvCase& cc : cases) RunConvCase(cc);
+  return *cases;
+}
+
+TEST(NnConvTest, MatchesNaiveConvolution) {
+  for (const ConvCase& cc : Cases()) RunConvCase(cc);
+}
+
+// Every kernel behind ConvF32 (sgemm, AVX-512 microkernel, direct depthwise) against the
+// oracle, called directly with 1 and 3 threads: the op tests above only reach the one that
+// ConvF32 picks on this CPU.
+TEST(NnConvTest, EveryKernelMatchesNaive) {
+  for (const ConvCase& cc : Cases()) {
+    SCOPED_TRACE(cc.name);
+    const size_t r = cc.in.size();
+    const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
+    const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
+    const Tensor b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
+    std::vector<int64_t> pb(r, 0), out(r), strides(r, 1), dilations(r, 1);
+    for (size_t i = 0; i < r; ++i) {
+      if (!cc.strides.empty()) strides[i] = cc.strides[i];
+      if (!cc.dilations.empty()) dilations[i] = cc.dilations[i];
+      const int64_t pe = cc.pads.empty() ? 0 : cc.pads[r + i];
+      pb[i] = cc.pads.empty() ? 0 : cc.pads[i];
+      out[i] = (cc.in[i] + pb[i] + pe - ((cc.kernel[i] - 1) * dilations[i] + 1)) / strides[i] + 1;
+    }
+    const Tensor want = NaiveConv(x, w, b, cc.group, strides, dilations, pb, out);
+    cpu::ConvF32Params p;
+    p.batch = cc.n;
+    p.in_channels = cc.c;
+    p.out_channels = cc.m;
+    p.groups = cc.group;
+    p.in = To3(cc.in, 1);
+    p.out = To3(out, 1);
+    p.kernel = To3(cc.kernel, 1);
+    p.stride = To3(strides, 1);
+    p.dilation = To3(dilations, 1);
+    p.pad = To3(pb, 0);
+    const float* bias = b.defined() ? b.data<float>() : nullptr;
+    for (int threads : {1, 3}) {
+      p.num_threads = threads;
+      Tensor y(DType::kFloat32, want.dims());
+      std::vector<float> ws(cpu::ConvF32Im2colWorkspaceSize(p) + 1);
+      cpu::ConvF32Im2col(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), ws.data());
+      EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "sgemm, threads " << threads;
+      if (cpu::ConvF32HasAvx512()) {
+        y = Tensor(DType::kFloat32, want.dims());
+        ws.assign(cpu::ConvF32Avx512WorkspaceSize(p) + 1, 0.0f);
+        cpu::ConvF32Im2colAvx512(p, x.data<float>(), w.data<float>(), bias, y.data<float>(),
+                                 ws.data());
+        EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "avx512, threads " << threads;
+      }
+      if (p.IsDepthwise()) {
+        y = Tensor(DType::kFloat32, want.dims());
+        cpu::ConvF32DepthwiseDirect(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
+        EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "depthwise, threads " << threads;
+      }
+      if (p.IsDepthwise() && cpu::ConvF32HasAvx512() && cpu::ConvF32DepthwiseAvx512Fits(p)) {
+        y = Tensor(DType::kFloat32, want.dims());
+        cpu::ConvF32DepthwiseAvx512(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
+        EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "")
+            << "depthwise avx512, threads " << threads;
+      }
+    }
+  }
 }
 
 // ONNX's documented example: 5x5 ramp, 3x3 ones, with and without padding.

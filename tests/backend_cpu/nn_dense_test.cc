@@ -1,6 +1,7 @@
 // Gemm and MatMul against triple loops written here.
 #include <gtest/gtest.h>
 
+#include "backend_cpu/kernels/gemm.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
@@ -50,6 +51,45 @@ TEST(NnDenseTest, GemmAllAttributeCombinations) {
           }
         EXPECT_EQ(CompareTensors((*y)[0], want, 1e-5, 1e-5), "");
       }
+}
+
+// GemmF32 splits large products over its threads by rows (M >= N) or columns; every slicing
+// and transpose combination must give the unsplit product.
+TEST(NnDenseTest, GemmF32ThreadedSlicesMatchNaive) {
+  for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{301, 67, 129},
+                                std::tuple<int64_t, int64_t, int64_t>{45, 517, 96}}) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool ta = trans & 1, tb = trans & 2;
+      const Tensor a = RandomF32(ta ? Dims{k, m} : Dims{m, k}, 81);
+      const Tensor b = RandomF32(tb ? Dims{n, k} : Dims{k, n}, 82);
+      Tensor c = RandomF32({m, n}, 83), want = c.Clone();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            acc += double{a.data<float>()[ta ? p * m + i : i * k + p]} *
+                   b.data<float>()[tb ? j * k + p : p * n + j];
+          }
+          float& w = want.data<float>()[i * n + j];
+          w = static_cast<float>(1.5 * acc + 0.5 * w);
+        }
+      cpu::GemmF32Params p;
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.trans_a = ta;
+      p.trans_b = tb;
+      p.lda = a.dim(1);
+      p.ldb = b.dim(1);
+      p.ldc = n;
+      p.alpha = 1.5f;
+      p.beta = 0.5f;
+      cpu::SetGemmThreads(3);
+      cpu::GemmF32(p, a.data<float>(), b.data<float>(), c.data<float>());
+      cpu::SetGemmThreads(1);
+      EXPECT_EQ(CompareTensors(c, want, 1e-5, 1e-4), "") << m << "x" << n << " trans " << trans;
+    }
+  }
 }
 
 TEST(NnDenseTest, GemmRejectsBadShapes) {

@@ -384,19 +384,6 @@ TEST(FrontendOpVersions, ResizeOpset10And11) {
   EXPECT_EQ(y.ToFloatVector(), (std::vector<float>{0, 1, 2, 2, 3, 4, 4, 5, 6}));
 }
 
-TEST(FrontendOpVersions, ResizeTfHalfPixelForNnIsUnimplemented) {
-  ModelBuilder b(11);
-  b.Input("x", {1, 1, 2, 2});
-  b.Initializer("roi", Tensor(DType::kFloat32, {0}));
-  b.Initializer("scales", F32({4}, {1, 1, 2, 2}));
-  AttrString(b.Node("Resize", {"x", "roi", "scales"}, {"y"}, "rs"),
-             "coordinate_transformation_mode", "tf_half_pixel_for_nn");
-  b.Output("y");
-  auto g = b.Import();
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(g.status().ToString(), AllOf(HasSubstr("'rs'"), HasSubstr("tf_half_pixel_for_nn")));
-}
-
 TEST(FrontendOpVersions, ConstantForms) {
   struct Case {
     const char* attr;

@@ -1,0 +1,385 @@
+// AVX-512 path of the fp32 convolution: a register-tiled GEMM microkernel that writes y in
+// place, bias included, reading either an im2col band in a per-thread buffer or, for stride-1
+// convolutions whose output rows are whole vectors, the input itself ("implicit im2col").
+//
+// Why not sgemm: the convolutions of small CNNs are many small products (M = 16..64 output
+// channels, K = C*kh*kw = 27..576, N = one image's output positions), where a BLAS spends much
+// of its time packing the im2col matrix it was handed. The microkernel instead streams the
+// im2col rows as they are (N is contiguous in them) and keeps an 8 x 32 block of y in 16 zmm
+// accumulators for the whole K loop; only the small weight matrix is packed, once per call.
+// Implicit im2col: with stride 1, the im2col row of tap t over 16 consecutive outputs of one
+// output row is 16 consecutive inputs, shifted, with the lanes outside the input masked to 0;
+// so the microkernel loads them straight from x and no im2col buffer is written at all.
+// Work is split by (image, group, band of rows, block of output channels), one thread per
+// piece, so no BLAS threading is needed.
+//
+// Compiled for any x86-64: only the functions marked QCC_AVX512 use AVX-512, and ConvF32 calls
+// this path only when the CPU reports avx512f.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backend_cpu/kernels/conv.h"
+#include "backend_cpu/kernels/conv_internal.h"
+#include "backend_cpu/kernels/nn_parallel.h"
+
+#define QCC_AVX512 __attribute__((target("avx512f")))
+
+namespace qcc::cpu {
+
+namespace {
+
+constexpr int64_t kMr = 8;   // output channels per tile
+constexpr int64_t kNr = 32;  // output positions per tile (two zmm)
+constexpr int64_t kMaxImplicitTaps = 64;
+// im2col buffer per thread: a quarter of a 2 MiB L2, so it stays cached for the GEMM.
+constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
+
+/// A row stride of at least `floats` floats spanning an odd number of 64-byte lines, so that
+/// consecutive rows of a buffer fall in different L1 sets.
+int64_t OddLineStride(int64_t floats) {
+  const int64_t lines = (floats + 15) / 16;
+  return (lines | 1) * 16;
+}
+
+struct Geometry {
+  int64_t cg, mg, k, kvol, m_blocks, rows, band_rows, bands, m_chunks, m_chunk_blocks;
+  bool pointwise, implicit;
+  int64_t units(int64_t batch, int64_t groups) const { return batch * groups * bands * m_chunks; }
+};
+
+Geometry GeometryOf(const ConvF32Params& p) {
+  Geometry g;
+  g.cg = p.in_channels / p.groups;
+  g.mg = p.out_channels / p.groups;
+  g.kvol = p.kernel_size();
+  g.k = g.cg * g.kvol;
+  g.m_blocks = (g.mg + kMr - 1) / kMr;
+  g.rows = std::max<int64_t>(1, p.out[0] * p.out[1]);
+  g.pointwise = p.IsPointwise();
+  g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
+               p.out[2] % 16 == 0 && g.kvol <= kMaxImplicitTaps;
+  const int64_t threads = std::max(1, p.num_threads);
+  const int64_t images = p.batch * p.groups;
+  if (g.pointwise || g.implicit) {
+    // No im2col buffer: bands only to give every thread work.
+    g.band_rows = images >= 2 * threads ? g.rows : std::max<int64_t>(1, g.rows / (2 * threads));
+  } else {
+    g.band_rows =
+        std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * p.out[2]), 1, g.rows);
+  }
+  g.bands = (g.rows + g.band_rows - 1) / g.band_rows;
+  // Without an im2col buffer to share, blocks of output channels are free to split as well.
+  g.m_chunks = 1;
+  const int64_t units = images * g.bands;
+  if ((g.pointwise || g.implicit) && units < 2 * threads) {
+    g.m_chunks = std::min(g.m_blocks, (2 * threads + units - 1) / units);
+  }
+  g.m_chunk_blocks = (g.m_blocks + g.m_chunks - 1) / g.m_chunks;
+  g.m_chunks = (g.m_blocks + g.m_chunk_blocks - 1) / g.m_chunk_blocks;
+  return g;
+}
+
+// The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
+#define QCC_INIT(r)                                                                           \
+  __m512 c##r##0 = bias != nullptr && r < MR ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps(); \
+  __m512 c##r##1 = c##r##0;
+#define QCC_INIT_ALL \
+  QCC_INIT(0) QCC_INIT(1) QCC_INIT(2) QCC_INIT(3) QCC_INIT(4) QCC_INIT(5) QCC_INIT(6) QCC_INIT(7)
+#define QCC_FMA(r)                             \
+  {                                            \
+    const __m512 a = _mm512_set1_ps(ap[r]);    \
+    c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0); \
+    c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1); \
+  }
+#define QCC_FMA_ALL \
+  QCC_FMA(0) QCC_FMA(1) QCC_FMA(2) QCC_FMA(3) QCC_FMA(4) QCC_FMA(5) QCC_FMA(6) QCC_FMA(7)
+#define QCC_STORE(r)                                      \
+  if (r < MR) {                                           \
+    _mm512_mask_storeu_ps(c + r * ldc, m0, c##r##0);      \
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c##r##1); \
+  }
+#define QCC_STORE_ALL \
+  QCC_STORE(0)        \
+  QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
+
+/// c[r, 0:32) = bias[r] + sum_k ap[k, r] * b[k, 0:32) for r < MR, columns masked by m0 (0..15)
+/// and m1 (16..31). `ap` holds 8 packed rows per k (rows >= MR are zero padding).
+template <int MR>
+QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, const float* bias,
+                     float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
+  QCC_INIT_ALL
+  for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    QCC_FMA_ALL
+  }
+  QCC_STORE_ALL
+}
+
+/// Where the two 16-lane halves of a tile read one kernel tap in channel 0 of x, and which of
+/// their lanes fall inside x.
+struct TapLoad {
+  int64_t off[2];
+  __mmask16 mask[2];
+};
+
+/// The same block as Tile, with k = (channel, tap) read straight from x: half h of tap t of
+/// channel ci is the masked load at x + ci * in_sp + taps[t].off[h]. Channel-major, so the few
+/// input lines of one channel are reused by all its taps while in L1 (tap-major order strides
+/// over channel planes, which alias to the same L1 sets when a plane is a multiple of 4 KiB).
+template <int MR>
+QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
+                             const TapLoad* taps, const float* ap, const float* bias, float* c,
+                             int64_t ldc, __mmask16 m0, __mmask16 m1) {
+  QCC_INIT_ALL
+  for (int64_t ci = 0; ci < cg; ++ci, x += in_sp) {
+    for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
+      const __mmask16 k0 = taps[t].mask[0], k1 = taps[t].mask[1];
+      if ((k0 | k1) == 0) continue;  // the whole tap reads padding
+      const __m512 b0 = _mm512_maskz_loadu_ps(k0, x + taps[t].off[0]);
+      const __m512 b1 = _mm512_maskz_loadu_ps(k1, x + taps[t].off[1]);
+      QCC_FMA_ALL
+    }
+  }
+  QCC_STORE_ALL
+}
+
+#undef QCC_INIT
+#undef QCC_INIT_ALL
+#undef QCC_FMA
+#undef QCC_FMA_ALL
+#undef QCC_STORE
+#undef QCC_STORE_ALL
+
+using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*, float*, int64_t,
+                        __mmask16, __mmask16);
+constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>,
+                                    Tile<5>, Tile<6>, Tile<7>, Tile<8>};
+using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const TapLoad*,
+                                const float*, const float*, float*, int64_t, __mmask16, __mmask16);
+constexpr ImplicitTileFn kImplicitTiles[kMr + 1] = {
+    nullptr,         TileImplicit<1>, TileImplicit<2>, TileImplicit<3>, TileImplicit<4>,
+    TileImplicit<5>, TileImplicit<6>, TileImplicit<7>, TileImplicit<8>};
+
+/// Store masks of the tile starting at column j of `cols`.
+void ColumnMasks(int64_t j, int64_t cols, __mmask16& m0, __mmask16& m1) {
+  const int64_t n = std::min(kNr, cols - j);
+  m0 = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
+  m1 = n >= 32 ? 0xFFFF : n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1);
+}
+
+/// The loads of every tap for the tile whose first output (flattened over depth, height,
+/// width) is `q`, `n_valid` outputs long.
+void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, TapLoad* taps) {
+  const int64_t ow = p.out[2], oh = p.out[1];
+  for (int64_t h = 0; h < 2; ++h) {
+    const int64_t qh = q + 16 * h;
+    const int64_t oz = qh / (oh * ow), oy = qh / ow % oh, ox = qh % ow;
+    const int64_t lanes = std::clamp<int64_t>(n_valid - 16 * h, 0, 16);
+    int64_t t = 0;
+    for (int64_t kz = 0; kz < p.kernel[0]; ++kz) {
+      const int64_t iz = oz - p.pad[0] + kz * p.dilation[0];
+      for (int64_t ky = 0; ky < p.kernel[1]; ++ky) {
+        const int64_t iy = oy - p.pad[1] + ky * p.dilation[1];
+        for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++t) {
+          const int64_t ix = ox - p.pad[2] + kx * p.dilation[2];
+          uint32_t mask = 0;
+          if (iz >= 0 && iz < p.in[0] && iy >= 0 && iy < p.in[1]) {
+            // Lanes l < lanes with 0 <= ix + l < in[2].
+            const int64_t lo = std::max<int64_t>(0, -ix);
+            const int64_t hi = std::min<int64_t>(lanes, p.in[2] - ix);
+            if (lo < hi) mask = ((1u << hi) - 1) & ~((1u << lo) - 1);
+          }
+          taps[t].mask[h] = static_cast<__mmask16>(mask);
+          taps[t].off[h] = mask != 0 ? (iz * p.in[1] + iy) * p.in[2] + ix : 0;
+        }
+      }
+    }
+  }
+}
+
+/// Bit mask of lanes [lo, hi) (clamped to [0, 16)).
+inline __mmask16 LaneMask(int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, 16);
+  hi = std::clamp<int64_t>(hi, lo, 16);
+  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/// Per 16-wide output segment and horizontal tap: where lane 0 reads and which raw lanes of
+/// the (one or two) loads fall inside the input row. The same for every row of a plane.
+struct SegmentTap {
+  int64_t base;
+  __mmask16 m0, m1;
+};
+
+constexpr int64_t kMaxDepthwiseSegmentTaps = 1024;
+
+/// The 16 inputs of one segment tap: a masked load (stride 1), or the even lanes of two.
+QCC_AVX512 inline __m512 LoadSegment(bool stride1, __m512i even, const SegmentTap& t,
+                                     const float* xrow) {
+  if (stride1) return _mm512_maskz_loadu_ps(t.m0, xrow + t.base);
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(t.m0, xrow + t.base), even,
+                                _mm512_maskz_loadu_ps(t.m1, xrow + t.base + 16));
+}
+
+/// One depthwise plane, 2-D, stride 1 or 2 along x: each 16-wide output segment accumulates
+/// every tap in one register (x loaded masked and shifted; stride 2 keeps the even lanes of
+/// two loads), then is stored once. Four output rows go together, so that four independent
+/// FMA chains hide the FMA latency and share each weight broadcast.
+QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_taps, const float* xp,
+                               const float* wm, float bias, float* yp) {
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kh = p.kernel[1], kw = p.kernel[2];
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const bool stride1 = p.stride[2] == 1;
+  for (int64_t oy = 0; oy < oh; oy += 4) {
+    const SegmentTap* st = seg_taps;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
+      __m512 acc0 = _mm512_set1_ps(bias), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        // Input rows of the four output rows; null where outside x (or past the last row).
+        const float* rows[4];
+        for (int r = 0; r < 4; ++r) {
+          const int64_t iy = (oy + r) * p.stride[1] - p.pad[1] + ky * p.dilation[1];
+          rows[r] = oy + r < oh && iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
+        }
+        const float* wrow = wm + ky * kw;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const SegmentTap& t = st[kx];
+          const __m512 wv = _mm512_set1_ps(wrow[kx]);
+          if (rows[0] != nullptr)
+            acc0 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[0]), acc0);
+          if (rows[1] != nullptr)
+            acc1 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[1]), acc1);
+          if (rows[2] != nullptr)
+            acc2 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[2]), acc2);
+          if (rows[3] != nullptr)
+            acc3 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[3]), acc3);
+        }
+      }
+      const __mmask16 m = LaneMask(0, ow - ox0);
+      float* y0 = yp + oy * ow + ox0;
+      _mm512_mask_storeu_ps(y0, m, acc0);
+      if (oy + 1 < oh) _mm512_mask_storeu_ps(y0 + ow, m, acc1);
+      if (oy + 2 < oh) _mm512_mask_storeu_ps(y0 + 2 * ow, m, acc2);
+      if (oy + 3 < oh) _mm512_mask_storeu_ps(y0 + 3 * ow, m, acc3);
+    }
+  }
+}
+
+}  // namespace
+
+bool ConvF32HasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p) {
+  return p.IsDepthwise() && p.kernel[0] == 1 && p.stride[0] == 1 && p.stride[2] <= 2 &&
+         (p.out[2] + 15) / 16 * p.kernel[2] <= kMaxDepthwiseSegmentTaps;
+}
+
+void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
+                            const float* bias, float* y) {
+  const int64_t mult = p.out_channels / p.groups;
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), kvol = p.kernel_size();
+  const int64_t ow = p.out[2], w_in = p.in[2], sx = p.stride[2];
+  SegmentTap seg_taps[kMaxDepthwiseSegmentTaps];
+  SegmentTap* st = seg_taps;
+  for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
+    const int64_t n = std::min<int64_t>(16, ow - ox0);
+    for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++st) {
+      st->base = ox0 * sx - p.pad[2] + kx * p.dilation[2];
+      if (sx == 1) {
+        st->m0 = LaneMask(-st->base, std::min(n, w_in - st->base));
+        st->m1 = 0;
+      } else {
+        st->m0 = LaneMask(-st->base, w_in - st->base);
+        st->m1 = LaneMask(-st->base - 16, w_in - st->base - 16);
+      }
+    }
+  }
+  NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t plane = begin; plane < end; ++plane) {
+                    const int64_t n = plane / p.out_channels, m = plane % p.out_channels;
+                    const float* xp = x + (n * p.in_channels + m / mult) * in_sp;
+                    DepthwisePlane(p, seg_taps, xp, w + m * kvol, bias != nullptr ? bias[m] : 0.0f,
+                                   y + plane * out_sp);
+                  }
+                });
+}
+
+int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p) {
+  const Geometry g = GeometryOf(p);
+  const int64_t packed = p.groups * g.m_blocks * kMr * g.k;
+  const int64_t col = g.pointwise || g.implicit ? 0 : g.k * OddLineStride(g.band_rows * p.out[2]);
+  return packed + std::max(1, p.num_threads) * col;
+}
+
+void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace) {
+  const Geometry g = GeometryOf(p);
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = p.out[2];
+  if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
+  // Weights of each group as blocks of 8 rows, k-major: packed[(grp, mb)][k][r], with k in
+  // w's (channel, tap) order.
+  float* packed = workspace;
+  for (int64_t grp = 0; grp < p.groups; ++grp) {
+    for (int64_t mb = 0; mb < g.m_blocks; ++mb) {
+      float* dst = packed + (grp * g.m_blocks + mb) * g.k * kMr;
+      for (int64_t kk = 0; kk < g.k; ++kk) {
+        for (int64_t r = 0; r < kMr; ++r) {
+          const int64_t m = mb * kMr + r;
+          dst[kk * kMr + r] = m < g.mg ? w[(grp * g.mg + m) * g.k + kk] : 0.0f;
+        }
+      }
+    }
+  }
+  float* col_base = packed + p.groups * g.m_blocks * kMr * g.k;
+  const int64_t col_floats = g.k * OddLineStride(g.band_rows * ow);
+  const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;
+  NnParallelFor(
+      p.num_threads, g.units(p.batch, p.groups), cost, [&](int64_t begin, int64_t end, int thread) {
+        float* col = col_base + thread * col_floats;
+        TapLoad taps[kMaxImplicitTaps];
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t mc = u % g.m_chunks, band = u / g.m_chunks % g.bands;
+          const int64_t grp = u / (g.m_chunks * g.bands) % p.groups;
+          const int64_t n = u / (g.m_chunks * g.bands * p.groups);
+          const int64_t r0 = band * g.band_rows, r1 = std::min(g.rows, r0 + g.band_rows);
+          const int64_t cols = (r1 - r0) * ow;
+          const int64_t mb0 = mc * g.m_chunk_blocks,
+                        mb1 = std::min(g.m_blocks, mb0 + g.m_chunk_blocks);
+          const float* xg = x + (n * p.in_channels + grp * g.cg) * in_sp;
+          float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp + r0 * ow;
+          const float* ag = packed + grp * g.m_blocks * kMr * g.k;
+          const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
+          const float* b = xg + r0 * ow;
+          int64_t ldb = in_sp;
+          if (!g.pointwise && !g.implicit) {
+            ldb = OddLineStride(cols);
+            internal::Im2colRowsF32(p, g.cg, xg, r0, r1, col, ldb, 0, 1);
+            b = col;
+          }
+          for (int64_t j = 0; j < cols; j += kNr) {
+            __mmask16 m0, m1;
+            ColumnMasks(j, cols, m0, m1);
+            if (g.implicit) ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
+            for (int64_t mb = mb0; mb < mb1; ++mb) {
+              const int64_t rows = std::min(kMr, g.mg - mb * kMr);
+              const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
+              float* c = yg + mb * kMr * out_sp + j;
+              if (g.implicit) {
+                kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, c,
+                                     out_sp, m0, m1);
+              } else {
+                kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, c, out_sp, m0, m1);
+              }
+            }
+          }
+        }
+      });
+}
+
+}  // namespace qcc::cpu
