@@ -27,20 +27,19 @@ Dims RowMajorStrides(absl::Span<const int64_t> dims) {
   return strides;
 }
 
-namespace {
-
-std::shared_ptr<uint8_t> AllocateAligned(size_t bytes) {
-  const size_t rounded = ((bytes + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+std::shared_ptr<uint8_t> Tensor::AllocateStorage(size_t nbytes) {
+  const size_t rounded = StorageBytes(nbytes);
+  void* p = std::aligned_alloc(64, rounded);
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
-}  // namespace
-
 Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
-  data_ = AllocateAligned(nbytes());
+  data_ = AllocateStorage(nbytes());
+  std::memset(data_.get(), 0, StorageBytes(nbytes()));
 }
+
+Tensor::Tensor(DType dtype, Dims dims, std::shared_ptr<uint8_t> storage)
+    : dtype_(dtype), dims_(std::move(dims)), data_(std::move(storage)) {}
 
 Tensor Tensor::Reshaped(Dims dims) const {
   Tensor t = *this;

@@ -31,6 +31,10 @@ class Tensor {
   /// Allocates a zero-filled tensor.
   Tensor(DType dtype, Dims dims);
 
+  /// A tensor of `dims` over existing storage of at least nbytes() bytes, 64-byte aligned
+  /// (contents as they are: used to recycle buffers).
+  Tensor(DType dtype, Dims dims, std::shared_ptr<uint8_t> storage);
+
   /// A scalar or 1-D tensor holding `values`.
   template <typename T>
   static Tensor FromVector(DType dtype, Dims dims, const std::vector<T>& values);
@@ -53,6 +57,13 @@ class Tensor {
   const T* data() const {
     return static_cast<const T*>(raw());
   }
+
+  /// The storage, shared with every copy of this tensor.
+  const std::shared_ptr<uint8_t>& storage() const { return data_; }
+  /// Bytes the storage of a tensor of `nbytes` bytes occupies (rounded up to 64).
+  static size_t StorageBytes(size_t nbytes) { return nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64; }
+  /// Allocates storage of StorageBytes(nbytes) bytes, 64-byte aligned, uninitialised.
+  static std::shared_ptr<uint8_t> AllocateStorage(size_t nbytes);
 
   /// Same storage, another shape with the same element count.
   Tensor Reshaped(Dims dims) const;
