@@ -2,6 +2,7 @@
 #include <iterator>
 #include <type_traits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontend/internal/node_import.h"
@@ -76,7 +77,9 @@ absl::Status CheckType(const NodeImport& n, const AttributeProto& a, int want) {
 }
 
 /// Field names of the attribute structs that are qcc's own, not ONNX attributes.
-bool IsInternalField(absl::string_view name) { return name == "coerce_2d"; }
+bool IsInternalField(absl::string_view name) {
+  return name == "coerce_2d" || absl::StartsWith(name, "qcc_");
+}
 
 /// The visitor handed to an attribute struct's Visit: reads each field from the attribute of
 /// the same name; the first error sticks.

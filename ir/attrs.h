@@ -64,6 +64,24 @@ enum class GeluApprox : uint8_t { kNone, kTanh };
 QCC_ATTR_ENUM(GeluApprox, "none", "tanh")
 enum class DepthToSpaceMode : uint8_t { kDCR, kCRD };
 QCC_ATTR_ENUM(DepthToSpaceMode, "DCR", "CRD")
+/// An activation fused into the op that produces its input (by the fusion passes; never set by
+/// the importer: ONNX has no such attribute).
+enum class Activation : uint8_t { kNone, kRelu, kClip, kLeakyRelu };
+QCC_ATTR_ENUM(Activation, "none", "relu", "clip", "leaky_relu")
+
+/// Fields of a fused activation, shared by the attribute structs of ops that can carry one:
+/// y = act(op(x)), with kClip clamping to [activation_min, activation_max] and kLeakyRelu using
+/// activation_alpha.
+#define QCC_FUSED_ACTIVATION_FIELDS                               \
+  Activation activation = Activation::kNone;                      \
+  float activation_alpha = 0.01f;                                 \
+  float activation_min = -std::numeric_limits<float>::infinity(); \
+  float activation_max = std::numeric_limits<float>::infinity();
+#define QCC_VISIT_FUSED_ACTIVATION             \
+  v("qcc_activation", activation);             \
+  v("qcc_activation_alpha", activation_alpha); \
+  v("qcc_activation_min", activation_min);     \
+  v("qcc_activation_max", activation_max);
 
 struct NoAttrs {
   QCC_ATTR_FIELDS()
@@ -76,8 +94,10 @@ struct ConvAttrs {
   Ints kernel_shape;  // empty: from the weight's shape
   Ints pads;          // [begin..., end...]; empty: all 0
   Ints strides;       // empty: all 1
+  QCC_FUSED_ACTIVATION_FIELDS
   QCC_ATTR_FIELDS(v("auto_pad", auto_pad); v("dilations", dilations); v("group", group);
-                  v("kernel_shape", kernel_shape); v("pads", pads); v("strides", strides);)
+                  v("kernel_shape", kernel_shape); v("pads", pads); v("strides", strides);
+                  QCC_VISIT_FUSED_ACTIVATION)
 };
 
 struct ConvTransposeAttrs {
@@ -134,7 +154,21 @@ struct GemmAttrs {
   float beta = 1.0f;
   int64_t transA = 0;
   int64_t transB = 0;
-  QCC_ATTR_FIELDS(v("alpha", alpha); v("beta", beta); v("transA", transA); v("transB", transB);)
+  QCC_FUSED_ACTIVATION_FIELDS
+  QCC_ATTR_FIELDS(v("alpha", alpha); v("beta", beta); v("transA", transA); v("transB", transB);
+                  QCC_VISIT_FUSED_ACTIVATION)
+};
+
+/// Add: numpy-broadcast sum, optionally with a fused activation (residual Add + Relu).
+struct AddAttrs {
+  QCC_FUSED_ACTIVATION_FIELDS
+  QCC_ATTR_FIELDS(QCC_VISIT_FUSED_ACTIVATION)
+};
+
+/// Observe: a calibration tap that records its input's statistics under `observer_id`.
+struct ObserveAttrs {
+  int64_t observer_id = 0;
+  QCC_ATTR_FIELDS(v("observer_id", observer_id);)
 };
 
 struct LeakyReluAttrs {
@@ -292,7 +326,7 @@ using Attrs =
                  SeluAttrs, HardSigmoidAttrs, GeluAttrs, ShrinkAttrs, IsInfAttrs, ModAttrs,
                  SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs, ReshapeAttrs,
                  TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs, CastAttrs,
-                 ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs>;
+                 ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs>;
 
 }  // namespace qcc::ir
 

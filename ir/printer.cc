@@ -61,9 +61,18 @@ struct AttrPrinter {
 }  // namespace
 
 std::string AttrsToString(const Node& node) {
-  std::vector<std::string> parts;
-  std::visit([&](const auto& a) { a.Visit(AttrPrinter{&parts}); }, node.attrs_variant());
-  return absl::StrJoin(parts, ", ");
+  std::vector<std::string> parts, defaults;
+  std::visit(
+      [&](const auto& a) {
+        a.Visit(AttrPrinter{&parts});
+        std::decay_t<decltype(a)>{}.Visit(AttrPrinter{&defaults});
+      },
+      node.attrs_variant());
+  std::vector<std::string> changed;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] != defaults[i]) changed.push_back(parts[i]);
+  }
+  return absl::StrJoin(changed, ", ");
 }
 
 std::string PrintGraph(const Graph& graph) {

@@ -10,7 +10,7 @@ namespace qcc::ir {
 
 /// "f32[N,3,32,32]" (unknown extents as "?", unknown rank as "f32[*]").
 std::string TypeToString(const Graph& graph, const TensorType& type);
-/// The attributes of `node` in `name=value` form, comma separated, defaults included.
+/// The attributes of `node` that differ from their defaults, as `name=value`, comma separated.
 std::string AttrsToString(const Node& node);
 /// One line per node: `%out = OpName(%in, ...) {attrs} : types`, with a header for inputs,
 /// constants (name, type, element count) and outputs.

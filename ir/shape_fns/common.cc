@@ -60,6 +60,8 @@ absl::Status InferSameAsInput0(InferContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status InferNoOutputs(InferContext& ctx) { return absl::OkStatus(); }
+
 absl::Status InferSameShapeBool(InferContext& ctx) {
   ctx.outputs[0] = ctx.input(0);
   ctx.outputs[0].dtype = DType::kBool;

@@ -54,7 +54,7 @@ void ExpectFloatBinary(OpKind kind, const std::function<double(double, double)>&
   for (const auto& [da, db] : shapes) {
     const Tensor a = F32(da, UniformFloats(NumElements(da), 0.5f, 4.0f, ++seed));
     const Tensor b = F32(db, UniformFloats(NumElements(db), 0.5f, 4.0f, ++seed));
-    auto out = RunSingleOp(kind, ir::NoAttrs{}, {{a}, {b}});
+    auto out = RunSingleOp(kind, ir::DefaultAttrs(kind), {{a}, {b}});
     ASSERT_TRUE(out.ok()) << out.status();
     const Tensor& y = (*out)[0];
     const Dims dy = BroadcastShape(da, db);
@@ -78,7 +78,7 @@ TEST(ElementwiseArith, FloatBroadcastingShapes) {
 }
 
 TEST(ElementwiseArith, IntegerTypesWrapAndTruncate) {
-  auto i8 = RunSingleOp(OpKind::kAdd, ir::NoAttrs{},
+  auto i8 = RunSingleOp(OpKind::kAdd, ir::AddAttrs{},
                         {{Tensor::FromVector<int8_t>(DType::kInt8, {2}, {100, -100})},
                          {Tensor::FromVector<int8_t>(DType::kInt8, {}, {100})}});
   ASSERT_TRUE(i8.ok()) << i8.status();
@@ -159,14 +159,14 @@ TEST(ElementwiseArith, PReluSlopePerChannel) {
 }
 
 TEST(ElementwiseArith, Float64AndMismatchedDTypes) {
-  auto f64 = RunSingleOp(OpKind::kAdd, ir::NoAttrs{},
+  auto f64 = RunSingleOp(OpKind::kAdd, ir::AddAttrs{},
                          {{Tensor::FromVector<double>(DType::kFloat64, {2}, {0.1, 0.2})},
                           {Tensor::FromVector<double>(DType::kFloat64, {}, {0.3})}});
   ASSERT_TRUE(f64.ok()) << f64.status();
   EXPECT_EQ((*f64)[0].data<double>()[0], 0.1 + 0.3);
   EXPECT_EQ((*f64)[0].data<double>()[1], 0.2 + 0.3);
 
-  auto mixed = RunSingleOp(OpKind::kAdd, ir::NoAttrs{}, {{F32({2}, {1, 2})}, {I64({2}, {1, 2})}});
+  auto mixed = RunSingleOp(OpKind::kAdd, ir::AddAttrs{}, {{F32({2}, {1, 2})}, {I64({2}, {1, 2})}});
   ASSERT_FALSE(mixed.ok());
   EXPECT_EQ(mixed.status().code(), absl::StatusCode::kInvalidArgument) << mixed.status();
 }
