@@ -1,0 +1,38 @@
+// Every pass qcc has, and the pipelines built from them. One pass per file in passes/.
+#ifndef QCC_PASSES_PASSES_H_
+#define QCC_PASSES_PASSES_H_
+
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace qcc::passes {
+
+// Clean-up (passes/fold_constants.cc, passes/eliminate_dead_code.cc, passes/remove_identity.cc).
+/// Evaluates nodes whose inputs are all known (constants, Constant nodes, Shape of a static
+/// shape) with the CPU kernels and replaces their outputs by constants.
+std::unique_ptr<Pass> CreateFoldConstantsPass();
+/// Removes nodes whose outputs nothing uses, and unused constants.
+std::unique_ptr<Pass> CreateEliminateDeadCodePass();
+/// Removes Identity and inference-mode Dropout by forwarding their input.
+std::unique_ptr<Pass> CreateRemoveIdentityPass();
+
+// Fusions (passes/fuse_*.cc).
+/// Folds an inference BatchNormalization that follows a Conv into the Conv's weights and bias.
+std::unique_ptr<Pass> CreateFuseConvBatchNormPass();
+/// Folds a BatchNormalization after a Gemm into the Gemm's weights and bias.
+std::unique_ptr<Pass> CreateFuseGemmBatchNormPass();
+/// Rewrites MatMul (2-D weight constant) + Add (bias constant) into Gemm with bias.
+std::unique_ptr<Pass> CreateFuseMatMulAddPass();
+/// Rewrites x * Clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) into HardSwish.
+std::unique_ptr<Pass> CreateFuseHardSwishPass();
+/// Fuses Relu, Clip (constant bounds) and LeakyRelu into the Conv, Gemm or Add producing their
+/// input, when that output has no other use.
+std::unique_ptr<Pass> CreateFuseActivationPass();
+
+/// The fp32 pipeline run before calibration and compilation: clean-up, fusions, clean-up.
+Pipeline DefaultPipeline();
+
+}  // namespace qcc::passes
+
+#endif  // QCC_PASSES_PASSES_H_
