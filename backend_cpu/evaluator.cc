@@ -132,6 +132,22 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   }
   for (const ir::Value* v : graph_.outputs()) ++remaining[v];
   for (size_t i = 0; i < inputs.size(); ++i) live[graph_.inputs()[i]] = inputs[i];
+  // The input of `node` whose storage its output 0 (of dtype `dt` and shape `dims`) can take
+  // over, or -1: one of that dtype and shape whose value dies at this node (its last use, not a
+  // graph output) and whose storage only the live map and `in` hold (no view, observer or
+  // caller keeps it).
+  auto in_place_input = [&](const ir::Node& node, const std::vector<Tensor>& in, DType dt,
+                            const Dims& dims) -> int {
+    for (size_t i = 0; i < in.size(); ++i) {
+      const ir::Value* v = node.input(static_cast<int>(i));
+      if (v == nullptr || remaining[v] != 1 || !in[i].defined()) continue;
+      auto it = live.find(v);
+      if (it == live.end() || it->second.storage() != in[i].storage()) continue;
+      if (in[i].storage().use_count() != 2) continue;
+      if (in[i].dtype() == dt && in[i].dims() == dims) return static_cast<int>(i);
+    }
+    return -1;
+  };
   auto lookup = [&](const ir::Value* v) -> Tensor {
     if (v == nullptr) return Tensor();
     if (const Tensor* c = v->constant()) return *c;
@@ -178,7 +194,10 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
                                                 "): output shape could not be computed"));
       }
       const DType dt = upcast && IsReducedFloat(tt.dtype) ? DType::kFloat32 : tt.dtype;
-      out.push_back(pool.Allocate(dt, tt.StaticDims()));
+      Dims dims = tt.StaticDims();
+      const int reuse = i == 0 && entry.may_run_in_place ? in_place_input(*node, in, dt, dims) : -1;
+      out.push_back(reuse >= 0 ? Tensor(dt, std::move(dims), in[reuse].storage())
+                               : pool.Allocate(dt, std::move(dims)));
     }
     OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads};
     QCC_RETURN_IF_ERROR(entry.run(ctx));

@@ -51,12 +51,18 @@ enum class FloatPolicy {
 struct OpEntry {
   OpRunFn run = nullptr;
   FloatPolicy float_policy = FloatPolicy::kComputeInF32;
+  /// The run function is correct when output 0 shares storage with an input of the same dtype
+  /// and shape (each output element is computed from the input elements at its own index). The
+  /// evaluator then reuses an input that dies at this node instead of allocating the output.
+  bool may_run_in_place = false;
 };
 
 class OpRegistry {
  public:
   /// Registers `run` for `kind`; a second registration of the same kind replaces the first.
   void Add(ir::OpKind kind, OpRunFn run, FloatPolicy policy = FloatPolicy::kComputeInF32);
+  /// Marks the op added for `kind` as OpEntry::may_run_in_place (a later Add clears it).
+  void AllowInPlace(ir::OpKind kind) { entries_[static_cast<int>(kind)].may_run_in_place = true; }
   /// The entry for `kind`, or nullptr when no kernel is registered.
   const OpEntry* Find(ir::OpKind kind) const;
 

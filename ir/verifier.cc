@@ -14,6 +14,20 @@ absl::Status NodeError(const Node& n, absl::string_view what) {
       absl::StrCat("verifier: node '", n.name(), "' (", OpName(n.kind()), "): ", what));
 }
 
+/// The activation fused into `n` (kNone for ops that cannot carry one).
+Activation FusedActivation(const Node& n) {
+  switch (n.kind()) {
+    case OpKind::kConv:
+      return n.attrs<ConvAttrs>().activation;
+    case OpKind::kGemm:
+      return n.attrs<GemmAttrs>().activation;
+    case OpKind::kAdd:
+      return n.attrs<AddAttrs>().activation;
+    default:
+      return Activation::kNone;
+  }
+}
+
 }  // namespace
 
 absl::Status Verify(const Graph& graph) {
@@ -40,6 +54,13 @@ absl::Status Verify(const Graph& graph) {
     }
     if (n->attrs_variant().index() != DefaultAttrs(n->kind()).index()) {
       return NodeError(*n, "holds attributes of another op kind");
+    }
+    // Fused activations are defined on float data only.
+    const DType out_type = n->num_outputs() > 0 ? n->output(0)->dtype() : DType::kUndefined;
+    if (FusedActivation(*n) != Activation::kNone && out_type != DType::kUndefined &&
+        !IsFloat(out_type)) {
+      return NodeError(*n, absl::StrCat("has a fused activation on ", DTypeName(out_type),
+                                        " data; fused activations need a float output"));
     }
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Value* v = n->input(i);

@@ -8,7 +8,8 @@
 namespace qcc::ir {
 
 /// Checks input/output counts against the op table, attribute types, that every input is
-/// defined before use (topological order), use lists, and unique value names.
+/// defined before use (topological order), use lists, unique value names, and that a fused
+/// activation (Conv, Gemm, Add) sits only on an op with a float (or not yet inferred) output.
 /// The error names the node and what is wrong.
 absl::Status Verify(const Graph& graph);
 

@@ -1,13 +1,86 @@
-// STUB: to be replaced.
+// fuse-conv-batchnorm: folds an inference BatchNormalization into the Conv that feeds it.
+//
+// The algebra (per output channel m, s[m] = gamma[m] / sqrt(var[m] + eps)):
+//   conv(x)[m] = b[m] + sum_k w[m, k] * x[k]
+//   bn(y)[m]   = s[m] * (y[m] - mean[m]) + beta[m]
+//   bn(conv(x))[m] = sum_k (s[m] * w[m, k]) * x[k] + s[m] * (b[m] - mean[m]) + beta[m]
+// so w'[m, k] = s[m] * w[m, k] and b'[m] = s[m] * (b[m] - mean[m]) + beta[m] (b = 0 when the
+// Conv has no bias). The result differs from the unfused graph only by fp32 rounding.
+#include <memory>
+#include <vector>
+
+#include "passes/fuse_util.h"
 #include "passes/passes.h"
 
 namespace qcc::passes {
 namespace {
-class StubPass : public Pass {
+
+class FuseConvBatchNormPass : public Pass {
  public:
   absl::string_view name() const override { return "fuse-conv-batchnorm"; }
-  absl::StatusOr<bool> Run(ir::Graph&) const override { return false; }
+
+  absl::StatusOr<bool> Run(ir::Graph& graph) const override {
+    std::vector<ir::Node*> bns;
+    for (const auto& n : graph.nodes()) {
+      if (n->kind() == ir::OpKind::kBatchNormalization) bns.push_back(n.get());
+    }
+    bool changed = false;
+    for (ir::Node* bn : bns) changed |= TryFuse(graph, bn);
+    return changed;
+  }
+
+ private:
+  static bool TryFuse(ir::Graph& graph, ir::Node* bn) {
+    ir::Value* y = bn->input(0);
+    ir::Node* conv = y->producer();
+    if (conv == nullptr || conv->kind() != ir::OpKind::kConv) return false;
+    if (conv->attrs<ir::ConvAttrs>().activation != ir::Activation::kNone) return false;
+    if (!fuse::HasSingleUse(graph, y)) return false;
+    const Tensor* w_orig = fuse::ConstantData(conv->input(1));
+    std::optional<Tensor> w = fuse::ConstantF32(conv->input(1));
+    if (!w || w->rank() < 1) return false;
+    const int64_t m_all = w->dim(0);
+    std::optional<Tensor> b;
+    if (conv->input(2) != nullptr) {
+      b = fuse::ConstantF32(conv->input(2));
+      if (!b || b->numel() != m_all) return false;
+    }
+    std::optional<fuse::BnAffine> bn_affine = fuse::InferenceBatchNorm(graph, *bn, m_all);
+    if (!bn_affine) return false;
+    const std::vector<float>& scale = bn_affine->scale;
+    const std::vector<float>& shift = bn_affine->shift;
+
+    Tensor w_new(DType::kFloat32, w->dims());
+    const int64_t per_m = m_all == 0 ? 0 : w->numel() / m_all;
+    const float* wp = w->data<float>();
+    float* wq = w_new.data<float>();
+    for (int64_t m = 0; m < m_all; ++m) {
+      for (int64_t k = 0; k < per_m; ++k) wq[m * per_m + k] = wp[m * per_m + k] * scale[m];
+    }
+    Tensor b_new(DType::kFloat32, {m_all});
+    for (int64_t m = 0; m < m_all; ++m) {
+      const float bm = b ? b->data<float>()[m] : 0.0f;
+      b_new.data<float>()[m] = bm * scale[m] + shift[m];
+    }
+    // Keep the weights' storage type (fp16 models stay fp16).
+    const DType wt = w_orig->dtype();
+    if (wt != DType::kFloat32) {
+      w_new = CastTensor(w_new, wt);
+      b_new = CastTensor(b_new, wt);
+    }
+    const std::string stem = bn->output(0)->name();
+    conv->SetInput(1, graph.NewConstant(fuse::UniqueName(graph, stem + "_fused_w"), w_new));
+    conv->SetInput(2, graph.NewConstant(fuse::UniqueName(graph, stem + "_fused_b"), b_new));
+    fuse::Forward(graph, bn->output(0), y);
+    graph.RemoveNode(bn);
+    return true;
+  }
 };
+
 }  // namespace
-std::unique_ptr<Pass> CreateFuseConvBatchNormPass() { return std::make_unique<StubPass>(); }
+
+std::unique_ptr<Pass> CreateFuseConvBatchNormPass() {
+  return std::make_unique<FuseConvBatchNormPass>();
+}
+
 }  // namespace qcc::passes

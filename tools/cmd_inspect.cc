@@ -1,4 +1,5 @@
-// `qcc inspect MODEL.onnx`: the imported IR and a one-line summary.
+// `qcc inspect MODEL.onnx [--passes]`: the imported IR (optionally after the default pass
+// pipeline, with one line per pass) and a one-line summary.
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/printer.h"
+#include "passes/passes.h"
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/tool_io.h"
@@ -58,7 +60,21 @@ std::string WeightSummary(const ir::Graph& graph) {
 
 absl::Status InspectCommand(const InspectOptions& opts) {
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
+  std::vector<passes::PassRecord> records;
+  if (opts.passes) {
+    auto ran = passes::RunPipeline(*graph, passes::DefaultPipeline());
+    if (!ran.ok()) {
+      return absl::Status(ran.status().code(),
+                          absl::StrCat("model '", opts.model, "': ", ran.status().message()));
+    }
+    records = *std::move(ran);
+  }
   std::fputs(ir::PrintGraph(*graph).c_str(), stdout);
+  for (const passes::PassRecord& r : records) {
+    std::printf("pass %s: %s, nodes %d -> %d (%s)\n", r.name.c_str(),
+                r.changed ? "changed" : "unchanged", r.nodes_before, r.nodes_after,
+                r.summary.empty() ? "no op count change" : r.summary.c_str());
+  }
   std::printf("summary: %zu nodes (%s), %s, opset %d\n", graph->nodes().size(),
               OpCounts(*graph).c_str(), WeightSummary(*graph).c_str(), graph->opset());
   std::fflush(stdout);

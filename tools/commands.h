@@ -28,9 +28,11 @@ absl::Status RunCommand(const RunOptions& options);
 
 struct InspectOptions {
   std::string model;
+  bool passes = false;  // run passes::DefaultPipeline() first and report each pass
 };
 
-/// `qcc inspect`: prints the imported IR and a summary (ops, parameters, weight bytes by dtype).
+/// `qcc inspect`: prints the imported IR (after the default pass pipeline with --passes, and
+/// then one line per pass) and a summary (ops, parameters, weight bytes by dtype).
 absl::Status InspectCommand(const InspectOptions& options);
 
 struct BenchOptions {

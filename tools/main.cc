@@ -93,6 +93,8 @@ int Main(int argc, char** argv) {
   inspect_cmd->add_option("model", inspect.model, "ONNX model file")
       ->required()
       ->type_name("MODEL.onnx");
+  inspect_cmd->add_flag("--passes", inspect.passes,
+                        "Run the default pass pipeline first and print what each pass changed");
 
   BenchOptions bench;
   CLI::App* bench_cmd =

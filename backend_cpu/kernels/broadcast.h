@@ -3,11 +3,13 @@
 #ifndef QCC_BACKEND_CPU_KERNELS_BROADCAST_H_
 #define QCC_BACKEND_CPU_KERNELS_BROADCAST_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
+#include "backend_cpu/kernels/nn_parallel.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu {
@@ -35,18 +37,32 @@ struct BroadcastPlan {
 /// Plans the broadcast of `operands` (1 to 3 shapes, each broadcastable to `out`) to `out`.
 BroadcastPlan MakeBroadcastPlan(absl::Span<const Dims> operands, const Dims& out);
 
-/// Calls fn(offsets, out_offset, n) once per contiguous output run, where offsets[k] is the
-/// element offset of operand k at the start of the run and n == plan.inner().
+/// Calls fn(offsets, out_offset, n) once per contiguous piece of a run within the output
+/// elements [begin, end), in order: offsets[k] is the element offset of operand k at the
+/// piece's start and n its length (plan.inner(), except where [begin, end) cuts a run).
 template <typename Fn>
-void ForEachBroadcastRun(const BroadcastPlan& plan, Fn&& fn) {
-  if (plan.numel == 0) return;
+void ForEachBroadcastRunIn(const BroadcastPlan& plan, int64_t begin, int64_t end, Fn&& fn) {
+  if (begin >= end) return;
+  constexpr int kMax = BroadcastPlan::kMaxOperands;
   const int rank = static_cast<int>(plan.dims.size());
   const int64_t n = plan.inner();
-  const int64_t runs = plan.numel / n;
-  std::array<int64_t, BroadcastPlan::kMaxOperands> off{};
+  // The multi-index of run begin / n over the outer axes, and the operands' offsets there.
   BroadcastPlan::Extents index(rank, 0);
-  for (int64_t r = 0; r < runs; ++r) {
-    fn(off.data(), r * n, n);
+  std::array<int64_t, kMax> off{};
+  int64_t q = begin / n;
+  for (int d = rank - 2; d >= 0; --d) {
+    index[d] = q % plan.dims[d];
+    q /= plan.dims[d];
+    for (int k = 0; k < plan.num_operands; ++k) off[k] += index[d] * plan.strides[k][d];
+  }
+  int64_t skip = begin % n;  // elements of the first run before `begin`
+  for (int64_t o = begin; o < end;) {
+    const int64_t len = std::min(n - skip, end - o);
+    std::array<int64_t, kMax> start = off;
+    for (int k = 0; k < plan.num_operands; ++k) start[k] += skip * plan.inner_stride(k);
+    fn(start.data(), o, len);
+    o += len;
+    skip = 0;
     for (int d = rank - 2; d >= 0; --d) {
       for (int k = 0; k < plan.num_operands; ++k) off[k] += plan.strides[k][d];
       if (++index[d] < plan.dims[d]) break;
@@ -54,6 +70,23 @@ void ForEachBroadcastRun(const BroadcastPlan& plan, Fn&& fn) {
       index[d] = 0;
     }
   }
+}
+
+/// Calls fn(offsets, out_offset, n) once per contiguous output run, where offsets[k] is the
+/// element offset of operand k at the start of the run and n == plan.inner().
+template <typename Fn>
+void ForEachBroadcastRun(const BroadcastPlan& plan, Fn&& fn) {
+  ForEachBroadcastRunIn(plan, 0, plan.numel, fn);
+}
+
+/// ForEachBroadcastRunIn over the whole output, split into element ranges on up to
+/// `num_threads` threads when the output is large (see ParallelForElements): fn must only
+/// write the output elements it is given. Pieces start at multiples of 64 elements.
+template <typename Fn>
+void ParallelForEachBroadcastRun(const BroadcastPlan& plan, int num_threads, Fn&& fn) {
+  ParallelForElements(num_threads, plan.numel, 1, [&plan, &fn](int64_t begin, int64_t end) {
+    ForEachBroadcastRunIn(plan, begin, end, fn);
+  });
 }
 
 }  // namespace qcc::cpu

@@ -234,11 +234,13 @@ void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const
             internal::Im2colRowsF32(p, cg, xg, r0, r1, workspace, gp.n, 0, p.num_threads);
           if (bg != nullptr) FillRows(bg, mg, gp.n, out_sp, yg + r0 * ow);
           GemmF32(gp, wg, pointwise ? xg + r0 * ow : workspace, yg + r0 * ow);
+          // The band was just written: still in cache for the activation.
+          ApplyActivationRowsF32(p.activation, yg + r0 * ow, mg, gp.n, out_sp);
         }
         continue;
       }
       // Several images side by side in one im2col matrix and one sgemm into scratch
-      // [mg, nb * out_sp], then scattered back to N, M, spatial with the bias added.
+      // [mg, nb * out_sp], then scattered back to N, M, spatial with the bias and activation.
       const int64_t ld = nb * out_sp;
       float* scratch = workspace + k * ld;
       for (int64_t b = 0; b < nb; ++b) {
@@ -255,7 +257,11 @@ void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const
           const float* src = scratch + m * ld + b * out_sp;
           float* dst = yg + (b * p.out_channels + m) * out_sp;
           const float bv = bg != nullptr ? bg[m] : 0.0f;
-          for (int64_t i = 0; i < out_sp; ++i) dst[i] = src[i] + bv;
+          if (p.activation.is_identity()) {
+            for (int64_t i = 0; i < out_sp; ++i) dst[i] = src[i] + bv;
+          } else {
+            for (int64_t i = 0; i < out_sp; ++i) dst[i] = p.activation(src[i] + bv);
+          }
         }
       }
     }
@@ -315,6 +321,7 @@ void ConvF32DepthwiseDirect(const ConvF32Params& p, const float* x, const float*
           }
         }
       }
+      ApplyActivationF32(p.activation, yp, out_sp);
     }
   });
 }

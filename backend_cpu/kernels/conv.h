@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 
+#include "backend_cpu/kernels/activation.h"
+
 namespace qcc::cpu {
 
 /// Geometry of a grouped convolution. Spatial arrays are (depth, height, width); unused leading
@@ -19,6 +21,9 @@ struct ConvF32Params {
   std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1};
   std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1}, pad{0, 0, 0};
   int num_threads = 1;  // for im2col and the depthwise kernel; GEMM has its own setting
+  /// Applied to every output in the kernel's epilogue (ConvF32 and the kernels behind it; the
+  /// transposed convolution ignores it).
+  ActivationF32 activation;
 
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
@@ -32,11 +37,11 @@ struct ConvF32Params {
 /// Floats of scratch ConvF32 needs for `p` (including p.num_threads per-thread buffers).
 int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
 
-/// y[n, m] = bias[m] + sum over c in m's group, kernel taps of w[m, c, k] * x[n, c, at(k)], with
-/// x zero outside its extents. Shapes: x [N, C, in], w [M, C/groups, kernel], bias [M] or null,
-/// y [N, M, out]; `workspace` holds ConvF32WorkspaceSize(p) floats. Picks the kernel below that
-/// fits: direct depthwise, the AVX-512 microkernel where the CPU has it, else im2col + sgemm.
-/// No allocation.
+/// y[n, m] = act(bias[m] + sum over c in m's group, kernel taps of w[m, c, k] * x[n, c, at(k)]),
+/// with x zero outside its extents and act = p.activation. Shapes: x [N, C, in], w [M, C/groups,
+/// kernel], bias [M] or null, y [N, M, out]; `workspace` holds ConvF32WorkspaceSize(p) floats.
+/// Picks the kernel below that fits: direct depthwise, the AVX-512 microkernel where the CPU has
+/// it, else im2col + sgemm. No allocation.
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace);
 

@@ -1,6 +1,7 @@
 // AVX-512 path of the fp32 convolution: a register-tiled GEMM microkernel that writes y in
-// place, bias included, reading either an im2col band in a per-thread buffer or, for stride-1
-// convolutions whose output rows are whole vectors, the input itself ("implicit im2col").
+// place, bias and fused activation included, reading either an im2col band in a per-thread buffer
+// or, for stride-1 convolutions whose output rows are whole vectors, the input itself ("implicit
+// im2col").
 //
 // Why not sgemm: the convolutions of small CNNs are many small products (M = 16..64 output
 // channels, K = C*kh*kw = 27..576, N = one image's output positions), where a BLAS spends much
@@ -80,6 +81,16 @@ Geometry GeometryOf(const ConvF32Params& p) {
   return g;
 }
 
+/// The fused activation on one register (see ActivationF32): NaN lanes stay NaN, because
+/// max/min return their second operand when either is NaN.
+QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) {
+  const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+  v = _mm512_mask_mul_ps(v, neg, v, slope);
+  // maskz forms with every lane set: the plain ones read _mm512_undefined_ps, which GCC 12
+  // reports as maybe-uninitialized.
+  return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
+}
+
 // The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
 #define QCC_INIT(r)                                                                           \
   __m512 c##r##0 = bias != nullptr && r < MR ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps(); \
@@ -94,6 +105,18 @@ Geometry GeometryOf(const ConvF32Params& p) {
   }
 #define QCC_FMA_ALL \
   QCC_FMA(0) QCC_FMA(1) QCC_FMA(2) QCC_FMA(3) QCC_FMA(4) QCC_FMA(5) QCC_FMA(6) QCC_FMA(7)
+#define QCC_ACT(r)                              \
+  if (r < MR) {                                 \
+    c##r##0 = Activate(c##r##0, lo, hi, slope); \
+    c##r##1 = Activate(c##r##1, lo, hi, slope); \
+  }
+// Applies `act` (null: none) to the block, once per tile after the whole K loop.
+#define QCC_ACT_ALL                                                                         \
+  if (act != nullptr) {                                                                     \
+    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);                \
+    const __m512 slope = _mm512_set1_ps(act->negative_slope);                               \
+    QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7) \
+  }
 #define QCC_STORE(r)                                      \
   if (r < MR) {                                           \
     _mm512_mask_storeu_ps(c + r * ldc, m0, c##r##0);      \
@@ -103,17 +126,19 @@ Geometry GeometryOf(const ConvF32Params& p) {
   QCC_STORE(0)        \
   QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
 
-/// c[r, 0:32) = bias[r] + sum_k ap[k, r] * b[k, 0:32) for r < MR, columns masked by m0 (0..15)
-/// and m1 (16..31). `ap` holds 8 packed rows per k (rows >= MR are zero padding).
+/// c[r, 0:32) = act(bias[r] + sum_k ap[k, r] * b[k, 0:32)) for r < MR, columns masked by m0
+/// (0..15) and m1 (16..31); `act` null is the identity. `ap` holds 8 packed rows per k (rows >= MR
+/// are zero padding).
 template <int MR>
 QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, const float* bias,
-                     float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
+                     const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
   QCC_INIT_ALL
   for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
     const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     QCC_FMA_ALL
   }
+  QCC_ACT_ALL
   QCC_STORE_ALL
 }
 
@@ -130,8 +155,9 @@ struct TapLoad {
 /// over channel planes, which alias to the same L1 sets when a plane is a multiple of 4 KiB).
 template <int MR>
 QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
-                             const TapLoad* taps, const float* ap, const float* bias, float* c,
-                             int64_t ldc, __mmask16 m0, __mmask16 m1) {
+                             const TapLoad* taps, const float* ap, const float* bias,
+                             const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0,
+                             __mmask16 m1) {
   QCC_INIT_ALL
   for (int64_t ci = 0; ci < cg; ++ci, x += in_sp) {
     for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
@@ -142,6 +168,7 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
       QCC_FMA_ALL
     }
   }
+  QCC_ACT_ALL
   QCC_STORE_ALL
 }
 
@@ -150,14 +177,17 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 #undef QCC_FMA
 #undef QCC_FMA_ALL
 #undef QCC_STORE
+#undef QCC_ACT
+#undef QCC_ACT_ALL
 #undef QCC_STORE_ALL
 
-using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*, float*, int64_t,
-                        __mmask16, __mmask16);
+using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*,
+                        const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
 constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>,
                                     Tile<5>, Tile<6>, Tile<7>, Tile<8>};
 using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const TapLoad*,
-                                const float*, const float*, float*, int64_t, __mmask16, __mmask16);
+                                const float*, const float*, const ActivationF32*, float*, int64_t,
+                                __mmask16, __mmask16);
 constexpr ImplicitTileFn kImplicitTiles[kMr + 1] = {
     nullptr,         TileImplicit<1>, TileImplicit<2>, TileImplicit<3>, TileImplicit<4>,
     TileImplicit<5>, TileImplicit<6>, TileImplicit<7>, TileImplicit<8>};
@@ -225,10 +255,13 @@ QCC_AVX512 inline __m512 LoadSegment(bool stride1, __m512i even, const SegmentTa
 
 /// One depthwise plane, 2-D, stride 1 or 2 along x: each 16-wide output segment accumulates
 /// every tap in one register (x loaded masked and shifted; stride 2 keeps the even lanes of
-/// two loads), then is stored once. Four output rows go together, so that four independent
-/// FMA chains hide the FMA latency and share each weight broadcast.
+/// two loads), then is activated (p.activation) and stored once. Four output rows go together,
+/// so that four independent FMA chains hide the FMA latency and share each weight broadcast.
 QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_taps, const float* xp,
                                const float* wm, float bias, float* yp) {
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
   const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kh = p.kernel[1], kw = p.kernel[2];
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const bool stride1 = p.stride[2] == 1;
@@ -256,6 +289,12 @@ QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_tap
           if (rows[3] != nullptr)
             acc3 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[3]), acc3);
         }
+      }
+      if (activate) {
+        acc0 = Activate(acc0, lo, hi, slope);
+        acc1 = Activate(acc1, lo, hi, slope);
+        acc2 = Activate(acc2, lo, hi, slope);
+        acc3 = Activate(acc3, lo, hi, slope);
       }
       const __mmask16 m = LaneMask(0, ow - ox0);
       float* y0 = yp + oy * ow + ox0;
@@ -337,6 +376,7 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
     }
   }
   float* col_base = packed + p.groups * g.m_blocks * kMr * g.k;
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
   const int64_t col_floats = g.k * OddLineStride(g.band_rows * ow);
   const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;
   NnParallelFor(
@@ -371,10 +411,10 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
               const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
               float* c = yg + mb * kMr * out_sp + j;
               if (g.implicit) {
-                kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, c,
-                                     out_sp, m0, m1);
+                kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb,
+                                     act, c, out_sp, m0, m1);
               } else {
-                kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, c, out_sp, m0, m1);
+                kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, act, c, out_sp, m0, m1);
               }
             }
           }

@@ -13,13 +13,17 @@
 
 namespace qcc::cpu {
 
-/// out[i] = op(a[ia], b[ib]) over a two-operand plan; `a` and `out` may alias when `a` spans
-/// the whole output (the in-place fold of the variadic ops).
+// The kernels split large outputs over up to `num_threads` threads (ParallelForEachBroadcastRun);
+// every element is computed the same way at any thread count.
+
+/// out[i] = op(a[ia], b[ib]) over a two-operand plan; `a` (or `b`) and `out` may alias when
+/// that operand spans the whole output (the in-place fold of the variadic ops).
 template <typename A, typename B, typename R, typename Op>
-void BinaryBroadcast(const BroadcastPlan& plan, const A* a, const B* b, R* out, Op op) {
+void BinaryBroadcast(const BroadcastPlan& plan, const A* a, const B* b, R* out, Op op,
+                     int num_threads = 1) {
   const bool a_runs = plan.inner_stride(0) != 0;
   const bool b_runs = plan.inner_stride(1) != 0;
-  ForEachBroadcastRun(plan, [&](const int64_t* off, int64_t o, int64_t n) {
+  ParallelForEachBroadcastRun(plan, num_threads, [&](const int64_t* off, int64_t o, int64_t n) {
     const A* pa = a + off[0];
     const B* pb = b + off[1];
     R* po = out + o;
@@ -41,10 +45,10 @@ void BinaryBroadcast(const BroadcastPlan& plan, const A* a, const B* b, R* out, 
 /// out[i] = cond[ic] ? x[ix] : y[iy] over a three-operand plan; T is any type of the element's
 /// size (the kernel only moves bytes).
 template <typename T>
-void SelectBroadcast(const BroadcastPlan& plan, const uint8_t* cond, const T* x, const T* y,
-                     T* out) {
+void SelectBroadcast(const BroadcastPlan& plan, const uint8_t* cond, const T* x, const T* y, T* out,
+                     int num_threads = 1) {
   const int64_t sc = plan.inner_stride(0), sx = plan.inner_stride(1), sy = plan.inner_stride(2);
-  ForEachBroadcastRun(plan, [&](const int64_t* off, int64_t o, int64_t n) {
+  ParallelForEachBroadcastRun(plan, num_threads, [&](const int64_t* off, int64_t o, int64_t n) {
     const uint8_t* pc = cond + off[0];
     const T* px = x + off[1];
     const T* py = y + off[2];
@@ -55,9 +59,9 @@ void SelectBroadcast(const BroadcastPlan& plan, const uint8_t* cond, const T* x,
 
 /// Copies `in` broadcast to the plan's output (a one-operand plan).
 template <typename T>
-void BroadcastCopy(const BroadcastPlan& plan, const T* in, T* out) {
+void BroadcastCopy(const BroadcastPlan& plan, const T* in, T* out, int num_threads = 1) {
   const bool runs = plan.inner_stride(0) != 0;
-  ForEachBroadcastRun(plan, [&](const int64_t* off, int64_t o, int64_t n) {
+  ParallelForEachBroadcastRun(plan, num_threads, [&](const int64_t* off, int64_t o, int64_t n) {
     const T* p = in + off[0];
     if (runs) {
       for (int64_t i = 0; i < n; ++i) out[o + i] = p[i];

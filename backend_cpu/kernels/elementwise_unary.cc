@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "backend_cpu/kernels/elementwise_math.h"
+#include "backend_cpu/kernels/nn_parallel.h"
 
 namespace qcc::cpu {
 namespace {
@@ -33,10 +34,33 @@ T Sigmoid(T v) {
   return T(1) / (T(1) + ExpOf(-v));
 }
 
-}  // namespace
+/// Relative cost per element of `kind`: 1 for a few arithmetic instructions, more for the
+/// transcendental functions, which are worth splitting over threads at smaller sizes.
+int64_t CostOf(UnaryKind kind) {
+  switch (kind) {
+    case UnaryKind::kRelu:
+    case UnaryKind::kLeakyRelu:
+    case UnaryKind::kHardSigmoid:
+    case UnaryKind::kHardSwish:
+    case UnaryKind::kThresholdedRelu:
+    case UnaryKind::kShrink:
+    case UnaryKind::kNeg:
+    case UnaryKind::kAbs:
+    case UnaryKind::kFloor:
+    case UnaryKind::kCeil:
+    case UnaryKind::kRound:
+    case UnaryKind::kSign:
+    case UnaryKind::kSoftsign:
+    case UnaryKind::kSqrt:
+    case UnaryKind::kReciprocal:
+      return 1;
+    default:
+      return 8;
+  }
+}
 
 template <typename T>
-void UnaryFloat(const UnaryParams& p, const T* x, T* y, int64_t n) {
+void UnaryFloatSerial(const UnaryParams& p, const T* x, T* y, int64_t n) {
   const T alpha = static_cast<T>(p.alpha), beta = static_cast<T>(p.beta);
   const T gamma = static_cast<T>(p.gamma);
   switch (p.kind) {
@@ -132,7 +156,7 @@ void UnaryFloat(const UnaryParams& p, const T* x, T* y, int64_t n) {
 }
 
 template <typename T>
-void UnaryInt(UnaryKind kind, const T* x, T* y, int64_t n) {
+void UnaryIntSerial(UnaryKind kind, const T* x, T* y, int64_t n) {
   using U = std::make_unsigned_t<std::common_type_t<T, int>>;
   switch (kind) {
     case UnaryKind::kRelu:
@@ -149,10 +173,28 @@ void UnaryInt(UnaryKind kind, const T* x, T* y, int64_t n) {
   }
 }
 
+}  // namespace
+
 template <typename T>
-void Clip(const T* x, T* y, int64_t n, T lo, T hi) {
+void UnaryFloat(const UnaryParams& p, const T* x, T* y, int64_t n, int num_threads) {
+  ParallelForElements(num_threads, n, CostOf(p.kind), [&](int64_t begin, int64_t end) {
+    UnaryFloatSerial(p, x + begin, y + begin, end - begin);
+  });
+}
+
+template <typename T>
+void UnaryInt(UnaryKind kind, const T* x, T* y, int64_t n, int num_threads) {
+  ParallelForElements(num_threads, n, 1, [&](int64_t begin, int64_t end) {
+    UnaryIntSerial(kind, x + begin, y + begin, end - begin);
+  });
+}
+
+template <typename T>
+void Clip(const T* x, T* y, int64_t n, T lo, T hi, int num_threads) {
   // NaN stays NaN: both comparisons are false.
-  Map(x, y, n, [=](T v) { return v < lo ? lo : (v > hi ? hi : v); });
+  ParallelForElements(num_threads, n, 1, [&](int64_t begin, int64_t end) {
+    Map(x + begin, y + begin, end - begin, [=](T v) { return v < lo ? lo : (v > hi ? hi : v); });
+  });
 }
 
 template <typename T>
@@ -171,15 +213,15 @@ void NotBool(const uint8_t* x, uint8_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] == 0;
 }
 
-template void UnaryFloat<float>(const UnaryParams&, const float*, float*, int64_t);
-template void UnaryFloat<double>(const UnaryParams&, const double*, double*, int64_t);
+template void UnaryFloat<float>(const UnaryParams&, const float*, float*, int64_t, int);
+template void UnaryFloat<double>(const UnaryParams&, const double*, double*, int64_t, int);
 template void IsNaN<float>(const float*, uint8_t*, int64_t);
 template void IsNaN<double>(const double*, uint8_t*, int64_t);
 template void IsInf<float>(const float*, uint8_t*, int64_t, bool, bool);
 template void IsInf<double>(const double*, uint8_t*, int64_t, bool, bool);
-#define QCC_INSTANTIATE_INT_UNARY(T)                           \
-  template void UnaryInt<T>(UnaryKind, const T*, T*, int64_t); \
-  template void Clip<T>(const T*, T*, int64_t, T, T);
+#define QCC_INSTANTIATE_INT_UNARY(T)                                \
+  template void UnaryInt<T>(UnaryKind, const T*, T*, int64_t, int); \
+  template void Clip<T>(const T*, T*, int64_t, T, T, int);
 QCC_INSTANTIATE_INT_UNARY(int8_t)
 QCC_INSTANTIATE_INT_UNARY(uint8_t)
 QCC_INSTANTIATE_INT_UNARY(int16_t)
@@ -189,7 +231,7 @@ QCC_INSTANTIATE_INT_UNARY(uint32_t)
 QCC_INSTANTIATE_INT_UNARY(int64_t)
 QCC_INSTANTIATE_INT_UNARY(uint64_t)
 #undef QCC_INSTANTIATE_INT_UNARY
-template void Clip<float>(const float*, float*, int64_t, float, float);
-template void Clip<double>(const double*, double*, int64_t, double, double);
+template void Clip<float>(const float*, float*, int64_t, float, float, int);
+template void Clip<double>(const double*, double*, int64_t, double, double, int);
 
 }  // namespace qcc::cpu

@@ -59,18 +59,21 @@ struct UnaryParams {
   float gamma = 0.0f;
 };
 
+// The kernels taking `num_threads` split large tensors over up to that many threads (small
+// ones stay on the caller's); every element is computed the same way at any thread count.
+
 /// y[i] = f(x[i]) for n elements; T is float or double. x and y may alias.
 template <typename T>
-void UnaryFloat(const UnaryParams& p, const T* x, T* y, int64_t n);
+void UnaryFloat(const UnaryParams& p, const T* x, T* y, int64_t n, int num_threads);
 
 /// y[i] = f(x[i]) for the integer kinds kRelu, kNeg, kAbs and kSign (others are our bug);
-/// T is any integer type. Neg and Abs wrap at the type's minimum.
+/// T is any integer type. Neg and Abs wrap at the type's minimum. x and y may alias.
 template <typename T>
-void UnaryInt(UnaryKind kind, const T* x, T* y, int64_t n);
+void UnaryInt(UnaryKind kind, const T* x, T* y, int64_t n, int num_threads);
 
-/// y[i] = min(max(x[i], lo), hi) for n elements; T is any numeric type.
+/// y[i] = min(max(x[i], lo), hi) for n elements; T is any numeric type. x and y may alias.
 template <typename T>
-void Clip(const T* x, T* y, int64_t n, T lo, T hi);
+void Clip(const T* x, T* y, int64_t n, T lo, T hi, int num_threads);
 
 /// y[i] = isnan(x[i]) (as 0 / 1); T is float or double.
 template <typename T>

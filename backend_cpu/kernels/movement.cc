@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backend_cpu/kernels/nn_parallel.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu {
@@ -42,8 +43,55 @@ void GatherRowBytes(const uint8_t* in, const int64_t* offs, int64_t n, size_t el
   }
 }
 
-void FillRow(uint8_t* out, int64_t n, size_t elem_size, const uint8_t* fill) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * elem_size, fill, elem_size);
+/// Copies n elements of type T lying `stride` elements apart (a same-sized stand-in for any
+/// dtype).
+template <typename T>
+void StridedRow(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
+  T* dst = reinterpret_cast<T*>(out);
+  const int64_t step = stride * static_cast<int64_t>(sizeof(T));  // may be negative
+  for (int64_t i = 0; i < n; ++i) std::memcpy(&dst[i], in + i * step, sizeof(T));
+}
+
+void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_size, uint8_t* out) {
+  switch (elem_size) {
+    case 1:
+      return StridedRow<uint8_t>(in, stride, n, out);
+    case 2:
+      return StridedRow<uint16_t>(in, stride, n, out);
+    case 4:
+      return StridedRow<uint32_t>(in, stride, n, out);
+    case 8:
+      return StridedRow<uint64_t>(in, stride, n, out);
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * elem_size, in + i * stride * static_cast<int64_t>(elem_size),
+                    elem_size);
+      }
+  }
+}
+
+/// Writes n copies of the element at `fill`.
+template <typename T>
+void FillRow(uint8_t* out, int64_t n, const uint8_t* fill_bytes) {
+  T fill;
+  std::memcpy(&fill, fill_bytes, sizeof(T));
+  T* dst = reinterpret_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) dst[i] = fill;
+}
+
+void FillRowBytes(uint8_t* out, int64_t n, size_t elem_size, const uint8_t* fill) {
+  switch (elem_size) {
+    case 1:
+      return FillRow<uint8_t>(out, n, fill);
+    case 2:
+      return FillRow<uint16_t>(out, n, fill);
+    case 4:
+      return FillRow<uint32_t>(out, n, fill);
+    case 8:
+      return FillRow<uint64_t>(out, n, fill);
+    default:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * elem_size, fill, elem_size);
+  }
 }
 
 }  // namespace
@@ -57,7 +105,7 @@ CopyAxis IdentityAxis(int64_t extent, int64_t in_stride) {
 }
 
 void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* in,
-                 const void* fill, void* out) {
+                 const void* fill, void* out, int num_threads) {
   const auto* src = static_cast<const uint8_t*>(in);
   auto* dst = static_cast<uint8_t*>(out);
   const std::vector<uint8_t> zeros(elem_size, 0);
@@ -80,47 +128,61 @@ void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* 
       offs[k][i] = s < 0 ? -1 : s * step;
     }
   }
+  // The innermost axis: a contiguous run (memcpy), an evenly strided one without fill, or
+  // anything else (per-element offsets).
   const CopyAxis& last = axes.back();
   const int64_t n = static_cast<int64_t>(last.source.size());
-  bool contiguous = last.in_stride == 1 && last.source[0] >= 0;
-  for (int64_t i = 1; contiguous && i < n; ++i) {
-    contiguous = last.source[i] == last.source[0] + i;
+  const int64_t stride = n > 1 ? last.source[1] - last.source[0] : 1;
+  bool strided = last.source[0] >= 0;
+  for (int64_t i = 1; strided && i < n; ++i) {
+    strided = last.source[i] >= 0 && last.source[i] == last.source[0] + i * stride;
   }
+  const bool contiguous = strided && (n == 1 || last.in_stride * stride == 1);
+  const int64_t elem_stride = strided ? last.in_stride * stride : 0;
   const size_t row_bytes = static_cast<size_t>(n) * elem_size;
 
   int64_t rows = 1;
   for (size_t k = 0; k + 1 < rank; ++k) rows *= static_cast<int64_t>(axes[k].source.size());
-  std::vector<size_t> index(rank - 1, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t base = 0;
-    bool valid = true;
-    for (size_t k = 0; k + 1 < rank; ++k) {
-      const int64_t o = offs[k][index[k]];
-      valid = valid && o >= 0;
-      base += o;
+  NnParallelFor(num_threads, rows, n, [&](int64_t r_begin, int64_t r_end) {
+    // The outer coordinates of row r_begin.
+    std::vector<size_t> index(rank - 1, 0);
+    for (size_t k = rank - 1, q = r_begin; k-- > 0;) {
+      index[k] = q % axes[k].source.size();
+      q /= axes[k].source.size();
     }
-    uint8_t* row = dst + r * row_bytes;
-    if (!valid) {
-      FillRow(row, n, elem_size, fill_bytes);
-    } else if (contiguous) {
-      std::memcpy(row, src + base + offs.back()[0], row_bytes);
-    } else {
-      GatherRowBytes(src + base, offs.back().data(), n, elem_size, fill_bytes, row);
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      int64_t base = 0;
+      bool valid = true;
+      for (size_t k = 0; k + 1 < rank; ++k) {
+        const int64_t o = offs[k][index[k]];
+        valid = valid && o >= 0;
+        base += o;
+      }
+      uint8_t* row = dst + r * row_bytes;
+      if (!valid) {
+        FillRowBytes(row, n, elem_size, fill_bytes);
+      } else if (contiguous) {
+        std::memcpy(row, src + base + offs.back()[0], row_bytes);
+      } else if (strided) {
+        StridedRowBytes(src + base + offs.back()[0], elem_stride, n, elem_size, row);
+      } else {
+        GatherRowBytes(src + base, offs.back().data(), n, elem_size, fill_bytes, row);
+      }
+      for (size_t k = rank - 1; k-- > 0;) {
+        if (++index[k] < axes[k].source.size()) break;
+        index[k] = 0;
+      }
     }
-    for (size_t k = rank - 1; k-- > 0;) {
-      if (++index[k] < axes[k].source.size()) break;
-      index[k] = 0;
-    }
-  }
+  });
 }
 
 void TransposeBytes(absl::Span<const int64_t> in_dims, absl::Span<const int64_t> perm,
-                    size_t elem_size, const void* in, void* out) {
+                    size_t elem_size, const void* in, void* out, int num_threads) {
   const Dims strides = RowMajorStrides(in_dims);
   std::vector<CopyAxis> axes;
   axes.reserve(perm.size());
   for (int64_t p : perm) axes.push_back(IdentityAxis(in_dims[p], strides[p]));
-  IndexedCopy(axes, elem_size, in, nullptr, out);
+  IndexedCopy(axes, elem_size, in, nullptr, out, num_threads);
 }
 
 void ConcatBytes(int64_t outer, absl::Span<const int64_t> chunk_bytes,

@@ -25,13 +25,15 @@ CopyAxis IdentityAxis(int64_t extent, int64_t in_stride);
 /// out[o_0, .., o_{r-1}] = in[sum_k axes[k].source[o_k] * axes[k].in_stride], written in
 /// row-major order with extents axes[k].source.size(); elements where any source is -1 get the
 /// `elem_size` bytes at `fill` (zeros when fill is nullptr). Rank 0 copies one element.
-/// Rows whose innermost axis is a contiguous run are copied with memcpy.
+/// Rows whose innermost axis is a contiguous run are copied with memcpy. Large copies are split
+/// by rows over up to `num_threads` threads.
 void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* in,
-                 const void* fill, void* out);
+                 const void* fill, void* out, int num_threads = 1);
 
-/// Permutes the axes of a row-major tensor: output axis k is input axis perm[k].
+/// Permutes the axes of a row-major tensor: output axis k is input axis perm[k]. Large copies
+/// are split over up to `num_threads` threads.
 void TransposeBytes(absl::Span<const int64_t> in_dims, absl::Span<const int64_t> perm,
-                    size_t elem_size, const void* in, void* out);
+                    size_t elem_size, const void* in, void* out, int num_threads = 1);
 
 /// Concatenation seen as blocks: input i is [outer, chunk_bytes[i]], the output is
 /// [outer, sum(chunk_bytes)] with the inputs' blocks side by side.

@@ -59,12 +59,12 @@ absl::Status RunUnaryWith(OpContext& ctx, const UnaryParams& p) {
   const int64_t n = x.numel();
   const bool done = internal::VisitFloatType(x.dtype(), [&](auto tag) {
     using T = TagType<decltype(tag)>;
-    UnaryFloat<T>(p, x.data<T>(), y.data<T>(), n);
+    UnaryFloat<T>(p, x.data<T>(), y.data<T>(), n, ctx.num_threads);
   });
   if (done) return absl::OkStatus();
   if (HasIntKernel(p.kind) && internal::VisitIntType(x.dtype(), [&](auto tag) {
         using T = TagType<decltype(tag)>;
-        UnaryInt<T>(p.kind, x.data<T>(), y.data<T>(), n);
+        UnaryInt<T>(p.kind, x.data<T>(), y.data<T>(), n, ctx.num_threads);
       })) {
     return absl::OkStatus();
   }
@@ -99,7 +99,7 @@ absl::Status RunClip(OpContext& ctx) {
                                   : (Lim::has_infinity ? -Lim::infinity() : Lim::lowest());
     const T hi = ctx.has_input(2) ? ctx.input(2).data<T>()[0]
                                   : (Lim::has_infinity ? Lim::infinity() : Lim::max());
-    Clip<T>(x.data<T>(), ctx.output(0).data<T>(), x.numel(), lo, hi);
+    Clip<T>(x.data<T>(), ctx.output(0).data<T>(), x.numel(), lo, hi, ctx.num_threads);
   });
   return done ? absl::OkStatus() : NoKernelFor(ctx, x.dtype());
 }
@@ -178,6 +178,20 @@ void RegisterElementwiseOps(OpRegistry& registry) {
   registry.Add(OpKind::kNot, &RunNot);
   registry.Add(OpKind::kIsNaN, &RunIsNaN);
   registry.Add(OpKind::kIsInf, &RunIsInf);
+  // y[i] depends on x[i] alone: the output may take over a dying input's storage.
+  for (OpKind kind :
+       {OpKind::kRelu,        OpKind::kLeakyRelu, OpKind::kClip,       OpKind::kSigmoid,
+        OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kTanh,       OpKind::kErf,
+        OpKind::kElu,         OpKind::kSelu,      OpKind::kCelu,       OpKind::kThresholdedRelu,
+        OpKind::kSoftplus,    OpKind::kSoftsign,  OpKind::kMish,       OpKind::kGelu,
+        OpKind::kShrink,      OpKind::kSqrt,      OpKind::kExp,        OpKind::kLog,
+        OpKind::kNeg,         OpKind::kAbs,       OpKind::kReciprocal, OpKind::kFloor,
+        OpKind::kCeil,        OpKind::kRound,     OpKind::kSign,       OpKind::kSin,
+        OpKind::kCos,         OpKind::kTan,       OpKind::kAsin,       OpKind::kAcos,
+        OpKind::kAtan,        OpKind::kSinh,      OpKind::kCosh,       OpKind::kAsinh,
+        OpKind::kAcosh,       OpKind::kAtanh}) {
+    registry.AllowInPlace(kind);
+  }
 
   internal::RegisterArithmeticOps(registry);
   internal::RegisterCompareOps(registry);

@@ -5,6 +5,7 @@
 #include "backend_cpu/kernels/elementwise_binary.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/elementwise_internal.h"
+#include "backend_cpu/ops/fused_activation.h"
 #include "support/status.h"
 
 namespace qcc::cpu::internal {
@@ -20,9 +21,20 @@ absl::Status RunBinary(OpContext& ctx) {
   const BroadcastPlan plan = MakeBroadcastPlan({a.dims(), b.dims()}, y.dims());
   const bool done = VisitNumericType(a.dtype(), [&](auto tag) {
     using T = TagType<decltype(tag)>;
-    BinaryBroadcast(plan, a.data<T>(), b.data<T>(), y.data<T>(), Fn());
+    BinaryBroadcast(plan, a.data<T>(), b.data<T>(), y.data<T>(), Fn(), ctx.num_threads);
   });
   return done ? absl::OkStatus() : NoKernelFor(ctx, a.dtype());
+}
+
+/// Add, then the activation fusion may have given it (residual Add + Relu) on the output.
+absl::Status RunAdd(OpContext& ctx) {
+  QCC_ASSIGN_OR_RETURN(const ActivationF32 act, FusedActivationOf(ctx, ctx.attrs<ir::AddAttrs>()));
+  QCC_RETURN_IF_ERROR(RunBinary<AddFn>(ctx));
+  if (act.is_identity()) return absl::OkStatus();
+  Tensor& y = ctx.output(0);
+  if (y.dtype() != DType::kFloat32) return ctx.Unsupported("fused activation on f64 data");
+  ApplyActivationF32(act, y.data<float>(), y.numel());
+  return absl::OkStatus();
 }
 
 absl::Status RunMod(OpContext& ctx) {
@@ -43,9 +55,12 @@ absl::Status RunPow(OpContext& ctx) {
     using T = TagType<decltype(tag)>;
     const Tensor e = CastTensor(exponent, base.dtype());
     if (e.numel() == 1 && e.data<T>()[0] == T(2)) {  // the common x^2, exact as x * x
-      BinaryBroadcast(plan, base.data<T>(), e.data<T>(), y.data<T>(), [](T v, T) { return v * v; });
+      BinaryBroadcast(
+          plan, base.data<T>(), e.data<T>(), y.data<T>(), [](T v, T) { return v * v; },
+          ctx.num_threads);
     } else {
-      BinaryBroadcast(plan, base.data<T>(), e.data<T>(), y.data<T>(), PowFloatFn());
+      BinaryBroadcast(plan, base.data<T>(), e.data<T>(), y.data<T>(), PowFloatFn(),
+                      ctx.num_threads);
     }
   });
   if (done) return absl::OkStatus();
@@ -53,12 +68,14 @@ absl::Status RunPow(OpContext& ctx) {
     using T = TagType<decltype(tag)>;
     if (IsInteger(et)) {
       const Tensor e = CastTensor(exponent, DType::kInt64);
-      BinaryBroadcast(plan, base.data<T>(), e.data<int64_t>(), y.data<T>(),
-                      [](T v, int64_t k) { return PowIntFn()(v, k); });
+      BinaryBroadcast(
+          plan, base.data<T>(), e.data<int64_t>(), y.data<T>(),
+          [](T v, int64_t k) { return PowIntFn()(v, k); }, ctx.num_threads);
     } else {
       const Tensor e = CastTensor(exponent, DType::kFloat64);
-      BinaryBroadcast(plan, base.data<T>(), e.data<double>(), y.data<T>(),
-                      [](T v, double k) { return PowIntByFloatFn()(v, k); });
+      BinaryBroadcast(
+          plan, base.data<T>(), e.data<double>(), y.data<T>(),
+          [](T v, double k) { return PowIntByFloatFn()(v, k); }, ctx.num_threads);
     }
   });
   return done ? absl::OkStatus() : NoKernelFor(ctx, base.dtype());
@@ -78,15 +95,15 @@ absl::Status RunVariadic(OpContext& ctx) {
     if (ctx.num_inputs() >= 2) {
       const Tensor& x1 = ctx.input(1);
       BinaryBroadcast(MakeBroadcastPlan({x0.dims(), x1.dims()}, y.dims()), x0.data<T>(),
-                      x1.data<T>(), out, Fn());
+                      x1.data<T>(), out, Fn(), ctx.num_threads);
       next = 2;
     } else {
-      BroadcastCopy(MakeBroadcastPlan({x0.dims()}, y.dims()), x0.data<T>(), out);
+      BroadcastCopy(MakeBroadcastPlan({x0.dims()}, y.dims()), x0.data<T>(), out, ctx.num_threads);
     }
     for (int i = next; i < ctx.num_inputs(); ++i) {
       const Tensor& xi = ctx.input(i);
       BinaryBroadcast(MakeBroadcastPlan({y.dims(), xi.dims()}, y.dims()), out, xi.data<T>(), out,
-                      Fn());
+                      Fn(), ctx.num_threads);
     }
     if constexpr (kMean) {
       const T count = static_cast<T>(ctx.num_inputs());
@@ -100,13 +117,18 @@ absl::Status RunVariadic(OpContext& ctx) {
 
 void RegisterArithmeticOps(OpRegistry& registry) {
   using ir::OpKind;
-  registry.Add(OpKind::kAdd, &RunBinary<AddFn>);
+  registry.Add(OpKind::kAdd, &RunAdd);
   registry.Add(OpKind::kSub, &RunBinary<SubFn>);
   registry.Add(OpKind::kMul, &RunBinary<MulFn>);
   registry.Add(OpKind::kDiv, &RunBinary<DivFn>);
   registry.Add(OpKind::kPow, &RunPow);
   registry.Add(OpKind::kMod, &RunMod);
   registry.Add(OpKind::kPRelu, &RunBinary<PReluFn>);
+  // BinaryBroadcast may write over an operand that spans the output (not so the variadic fold,
+  // which reads its later inputs after writing the output).
+  for (OpKind kind : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kPRelu}) {
+    registry.AllowInPlace(kind);
+  }
   registry.Add(OpKind::kMin, &RunVariadic<MinFn>);
   registry.Add(OpKind::kMax, &RunVariadic<MaxFn>);
   registry.Add(OpKind::kSum, &RunVariadic<AddFn>);

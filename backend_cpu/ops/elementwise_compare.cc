@@ -17,12 +17,12 @@ absl::Status RunCompare(OpContext& ctx) {
   uint8_t* y = ctx.output(0).data<uint8_t>();
   const BroadcastPlan plan = MakeBroadcastPlan({a.dims(), b.dims()}, ctx.output(0).dims());
   if (kBool && a.dtype() == DType::kBool) {
-    BinaryBroadcast(plan, a.data<uint8_t>(), b.data<uint8_t>(), y, Fn());
+    BinaryBroadcast(plan, a.data<uint8_t>(), b.data<uint8_t>(), y, Fn(), ctx.num_threads);
     return absl::OkStatus();
   }
   const bool done = VisitNumericType(a.dtype(), [&](auto tag) {
     using T = TagType<decltype(tag)>;
-    BinaryBroadcast(plan, a.data<T>(), b.data<T>(), y, Fn());
+    BinaryBroadcast(plan, a.data<T>(), b.data<T>(), y, Fn(), ctx.num_threads);
   });
   return done ? absl::OkStatus() : NoKernelFor(ctx, a.dtype());
 }
@@ -35,7 +35,8 @@ absl::Status RunLogic(OpContext& ctx) {
   if (a.dtype() != DType::kBool) return NoKernelFor(ctx, a.dtype());
   QCC_RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
   const BroadcastPlan plan = MakeBroadcastPlan({a.dims(), b.dims()}, ctx.output(0).dims());
-  BinaryBroadcast(plan, a.data<uint8_t>(), b.data<uint8_t>(), ctx.output(0).data<uint8_t>(), Fn());
+  BinaryBroadcast(plan, a.data<uint8_t>(), b.data<uint8_t>(), ctx.output(0).data<uint8_t>(), Fn(),
+                  ctx.num_threads);
   return absl::OkStatus();
 }
 
@@ -53,16 +54,20 @@ absl::Status RunWhere(OpContext& ctx) {
   const uint8_t* c = cond.data<uint8_t>();
   switch (DTypeSize(x.dtype())) {
     case 1:
-      SelectBroadcast(plan, c, x.data<uint8_t>(), y.data<uint8_t>(), out.data<uint8_t>());
+      SelectBroadcast(plan, c, x.data<uint8_t>(), y.data<uint8_t>(), out.data<uint8_t>(),
+                      ctx.num_threads);
       return absl::OkStatus();
     case 2:
-      SelectBroadcast(plan, c, x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>());
+      SelectBroadcast(plan, c, x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>(),
+                      ctx.num_threads);
       return absl::OkStatus();
     case 4:
-      SelectBroadcast(plan, c, x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>());
+      SelectBroadcast(plan, c, x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>(),
+                      ctx.num_threads);
       return absl::OkStatus();
     case 8:
-      SelectBroadcast(plan, c, x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>());
+      SelectBroadcast(plan, c, x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>(),
+                      ctx.num_threads);
       return absl::OkStatus();
     default:
       return NoKernelFor(ctx, x.dtype());

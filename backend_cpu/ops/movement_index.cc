@@ -41,7 +41,7 @@ absl::Status RunTranspose(OpContext& ctx) {
   if (perm.empty()) {
     for (int64_t i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
   }
-  TransposeBytes(x.dims(), perm, ElemSize(x), x.raw(), ctx.output(0).raw());
+  TransposeBytes(x.dims(), perm, ElemSize(x), x.raw(), ctx.output(0).raw(), ctx.num_threads);
   return absl::OkStatus();
 }
 
@@ -84,7 +84,7 @@ absl::Status RunSlice(OpContext& ctx) {
     axes[d].source.resize(s.count);
     for (int64_t i = 0; i < s.count; ++i) axes[d].source[i] = s.start + i * s.step;
   }
-  IndexedCopy(axes, ElemSize(x), x.raw(), nullptr, ctx.output(0).raw());
+  IndexedCopy(axes, ElemSize(x), x.raw(), nullptr, ctx.output(0).raw(), ctx.num_threads);
   return absl::OkStatus();
 }
 
@@ -122,7 +122,7 @@ absl::Status RunPad(OpContext& ctx) {
   }
   const Tensor* value = Optional(ctx, 2);
   const void* fill = value != nullptr && value->numel() > 0 ? value->raw() : nullptr;
-  IndexedCopy(axes, ElemSize(x), x.raw(), fill, ctx.output(0).raw());
+  IndexedCopy(axes, ElemSize(x), x.raw(), fill, ctx.output(0).raw(), ctx.num_threads);
   return absl::OkStatus();
 }
 
@@ -160,7 +160,7 @@ absl::Status RunBroadcastCopy(OpContext& ctx) {
     axes[k].in_stride = strides[k - offset];
     for (int64_t i = 0; i < out.dim(k) && in_extent > 0; ++i) axes[k].source[i] = i % in_extent;
   }
-  IndexedCopy(axes, ElemSize(x), x.raw(), nullptr, out.raw());
+  IndexedCopy(axes, ElemSize(x), x.raw(), nullptr, out.raw(), ctx.num_threads);
   return absl::OkStatus();
 }
 

@@ -1,8 +1,10 @@
 // Conv and ConvTranspose on the CPU: resolve the window geometry shared with the shape
-// functions, then call the fp32 kernels (im2col + sgemm, direct depthwise, sgemm + col2im).
+// functions, then call the fp32 kernels (im2col + sgemm, direct depthwise, sgemm + col2im). A
+// fused activation runs in the conv kernels' epilogue.
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/conv.h"
 #include "backend_cpu/kernels/conv_transpose.h"
+#include "backend_cpu/ops/fused_activation.h"
 #include "backend_cpu/ops/nn_internal.h"
 #include "support/status.h"
 
@@ -49,6 +51,7 @@ absl::Status RunConv(OpContext& ctx) {
   p.out_channels = w.dim(0);
   p.groups = a.group;
   QCC_RETURN_IF_ERROR(FillWindow(ctx, *spec, in, SpatialDims(y), pad_begin, p));
+  QCC_ASSIGN_OR_RETURN(p.activation, FusedActivationOf(ctx, a));
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
   float* workspace = ScratchF32(ConvF32WorkspaceSize(p));
   ConvF32(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), workspace);

@@ -1,9 +1,11 @@
-// Gemm and MatMul on the CPU, both on the OpenBLAS sgemm wrapper.
+// Gemm and MatMul on the CPU, both on the OpenBLAS sgemm wrapper; Gemm applies its fused
+// activation after the product.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/matmul.h"
+#include "backend_cpu/ops/fused_activation.h"
 #include "backend_cpu/ops/nn_internal.h"
 #include "support/status.h"
 
@@ -17,6 +19,7 @@ absl::Status RunGemm(OpContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& y = ctx.output(0);
+  QCC_ASSIGN_OR_RETURN(const ActivationF32 act, FusedActivationOf(ctx, g));
   GemmF32Params p;
   p.trans_a = g.transA != 0;
   p.trans_b = g.transB != 0;
@@ -36,6 +39,7 @@ absl::Status RunGemm(OpContext& ctx) {
     p.beta = 1.0f;
   }
   GemmF32(p, a.data<float>(), b.data<float>(), y.data<float>());
+  ApplyActivationF32(act, y.data<float>(), y.numel());
   return absl::OkStatus();
 }
 

@@ -103,6 +103,7 @@ absl::Status RunLayerNorm(OpContext& ctx) {
 
 void RegisterNormOps(OpRegistry& registry) {
   registry.Add(ir::OpKind::kBatchNormalization, RunBatchNorm);
+  registry.AllowInPlace(ir::OpKind::kBatchNormalization);  // the kernel allows y == x
   registry.Add(ir::OpKind::kInstanceNormalization, RunInstanceNorm);
   registry.Add(ir::OpKind::kLayerNormalization, RunLayerNorm);
 }

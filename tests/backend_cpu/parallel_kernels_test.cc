@@ -1,0 +1,267 @@
+// The memory-bound kernels that split large tensors over threads (unary, Clip, broadcasting
+// binary and Where, BatchNorm inference, IndexedCopy/Transpose) give bit-identical results at
+// every thread count, match formulas written out here, and the partial broadcast walk covers
+// any element range exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend_cpu/kernels/broadcast.h"
+#include "backend_cpu/kernels/elementwise_binary.h"
+#include "backend_cpu/kernels/elementwise_unary.h"
+#include "backend_cpu/kernels/movement.h"
+#include "backend_cpu/kernels/norm.h"
+#include "tests/backend_cpu/elementwise_testing.h"
+
+namespace qcc::cpu {
+namespace {
+
+using testing::BroadcastSourceIndex;
+using testing::UniformFloats;
+
+constexpr int64_t kLarge = (1 << 20) + 37;  // far above the single-thread threshold, odd tail
+constexpr int kThreadCounts[] = {2, 3, 4};
+
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+TEST(ParallelKernelsTest, UnaryFloatIsBitIdenticalAcrossThreadCounts) {
+  const std::vector<float> x = UniformFloats(kLarge, -6.0f, 6.0f, 1);
+  for (UnaryKind kind : {UnaryKind::kRelu, UnaryKind::kSigmoid, UnaryKind::kTanh,
+                         UnaryKind::kHardSwish, UnaryKind::kHardSigmoid, UnaryKind::kExp}) {
+    UnaryParams p;
+    p.kind = kind;
+    p.alpha = 0.2f;
+    p.beta = 0.5f;
+    std::vector<float> ref(kLarge);
+    UnaryFloat<float>(p, x.data(), ref.data(), kLarge, 1);
+    if (kind == UnaryKind::kRelu) {
+      for (int64_t i = 0; i < kLarge; ++i) ASSERT_EQ(ref[i], x[i] < 0 ? 0.0f : x[i]);
+    }
+    for (int threads : kThreadCounts) {
+      std::vector<float> y(kLarge, std::nanf(""));
+      UnaryFloat<float>(p, x.data(), y.data(), kLarge, threads);
+      EXPECT_TRUE(SameBits(y, ref)) << "kind " << static_cast<int>(kind) << ", " << threads;
+      std::vector<float> in_place = x;  // x and y may alias
+      UnaryFloat<float>(p, in_place.data(), in_place.data(), kLarge, threads);
+      EXPECT_TRUE(SameBits(in_place, ref)) << "in place, " << threads << " threads";
+    }
+  }
+}
+
+TEST(ParallelKernelsTest, ClipAndUnaryIntAreBitIdenticalAcrossThreadCounts) {
+  const std::vector<float> x = UniformFloats(kLarge, -2.0f, 2.0f, 2);
+  std::vector<int32_t> xi(kLarge);
+  for (int64_t i = 0; i < kLarge; ++i) xi[i] = static_cast<int32_t>(x[i] * 1000.0f);
+  for (int threads : kThreadCounts) {
+    std::vector<float> y(kLarge);
+    Clip<float>(x.data(), y.data(), kLarge, -0.5f, 1.25f, threads);
+    for (int64_t i = 0; i < kLarge; ++i) {
+      ASSERT_EQ(y[i], std::min(std::max(x[i], -0.5f), 1.25f)) << i;
+    }
+    std::vector<int32_t> yi(kLarge);
+    UnaryInt<int32_t>(UnaryKind::kAbs, xi.data(), yi.data(), kLarge, threads);
+    for (int64_t i = 0; i < kLarge; ++i) ASSERT_EQ(yi[i], std::abs(xi[i])) << i;
+  }
+}
+
+/// Add over `a_dims` and `b_dims` broadcast to `out`, at `threads` threads.
+std::vector<float> AddBroadcast(const Dims& a_dims, const std::vector<float>& a, const Dims& b_dims,
+                                const std::vector<float>& b, const Dims& out, int threads) {
+  std::vector<float> y(NumElements(out), std::nanf(""));
+  BinaryBroadcast(MakeBroadcastPlan({a_dims, b_dims}, out), a.data(), b.data(), y.data(), AddFn(),
+                  threads);
+  return y;
+}
+
+TEST(ParallelKernelsTest, BinaryBroadcastMatchesReferenceAtEveryThreadCount) {
+  struct Case {
+    Dims a, b;
+  };
+  // Same shape (one long run), per-channel (runs of 63 cut mid-run by pieces), scalar, an
+  // outer broadcast, and both operands broadcasting.
+  const Case cases[] = {{{32, 16, 32, 32}, {32, 16, 32, 32}},
+                        {{64, 33, 7, 9}, {1, 33, 1, 1}},
+                        {{1 << 19}, {1}},
+                        {{1, 40, 2051}, {300, 1, 2051}},
+                        {{300, 1, 1}, {1, 11, 503}}};
+  for (const Case& c : cases) {
+    const Dims out = testing::BroadcastShape(c.a, c.b);
+    const std::vector<float> a = UniformFloats(NumElements(c.a), -1.0f, 1.0f, 3);
+    const std::vector<float> b = UniformFloats(NumElements(c.b), -1.0f, 1.0f, 4);
+    const std::vector<float> ref = AddBroadcast(c.a, a, c.b, b, out, 1);
+    for (int64_t o = 0; o < NumElements(out); ++o) {
+      ASSERT_EQ(ref[o], a[BroadcastSourceIndex(c.a, out, o)] + b[BroadcastSourceIndex(c.b, out, o)])
+          << DimsToString(c.a) << " + " << DimsToString(c.b) << " at " << o;
+    }
+    for (int threads : kThreadCounts) {
+      EXPECT_TRUE(SameBits(AddBroadcast(c.a, a, c.b, b, out, threads), ref))
+          << DimsToString(c.a) << " + " << DimsToString(c.b) << ", " << threads << " threads";
+    }
+  }
+}
+
+TEST(ParallelKernelsTest, BinaryBroadcastInPlaceOnEitherOperand) {
+  const Dims dims{8, 64, 1024}, bias{64, 1};
+  const std::vector<float> x = UniformFloats(NumElements(dims), -1.0f, 1.0f, 5);
+  const std::vector<float> b = UniformFloats(NumElements(bias), -1.0f, 1.0f, 6);
+  const std::vector<float> ref = AddBroadcast(dims, x, bias, b, dims, 1);
+  std::vector<float> y = x;
+  BinaryBroadcast(MakeBroadcastPlan({dims, bias}, dims), y.data(), b.data(), y.data(), SubFn(), 4);
+  for (int64_t o = 0; o < NumElements(dims); ++o) {
+    ASSERT_EQ(y[o], x[o] - b[BroadcastSourceIndex(bias, dims, o)]) << o;
+  }
+  y = x;
+  BinaryBroadcast(MakeBroadcastPlan({bias, dims}, dims), b.data(), y.data(), y.data(), AddFn(), 4);
+  EXPECT_TRUE(SameBits(y, ref));
+}
+
+TEST(ParallelKernelsTest, WhereIsBitIdenticalAcrossThreadCounts) {
+  const Dims cond_dims{1, 37, 1}, x_dims{200, 37, 61}, y_dims{61};
+  const Dims out{200, 37, 61};
+  std::vector<uint8_t> cond(NumElements(cond_dims));
+  for (size_t i = 0; i < cond.size(); ++i) cond[i] = (i * 7) % 3 == 0;
+  const std::vector<float> x = UniformFloats(NumElements(x_dims), -1.0f, 1.0f, 7);
+  const std::vector<float> y = UniformFloats(NumElements(y_dims), -1.0f, 1.0f, 8);
+  const BroadcastPlan plan = MakeBroadcastPlan({cond_dims, x_dims, y_dims}, out);
+  std::vector<float> ref(NumElements(out));
+  SelectBroadcast(plan, cond.data(), x.data(), y.data(), ref.data(), 1);
+  for (int64_t o = 0; o < NumElements(out); ++o) {
+    const float want = cond[BroadcastSourceIndex(cond_dims, out, o)]
+                           ? x[BroadcastSourceIndex(x_dims, out, o)]
+                           : y[BroadcastSourceIndex(y_dims, out, o)];
+    ASSERT_EQ(ref[o], want) << o;
+  }
+  for (int threads : kThreadCounts) {
+    std::vector<float> got(NumElements(out), std::nanf(""));
+    SelectBroadcast(plan, cond.data(), x.data(), y.data(), got.data(), threads);
+    EXPECT_TRUE(SameBits(got, ref)) << threads << " threads";
+  }
+}
+
+TEST(ParallelKernelsTest, BroadcastRunRangesCoverExactlyTheRange) {
+  const Dims a{5, 1, 7}, b{1, 6, 7}, c{5, 6, 1}, out{5, 6, 7};
+  const BroadcastPlan plan = MakeBroadcastPlan({a, b, c}, out);
+  const int64_t numel = NumElements(out);
+  for (int64_t begin = 0; begin <= numel; begin += 5) {
+    for (int64_t end = begin; end <= numel; end += 11) {
+      std::vector<int> seen(numel, 0);
+      int64_t next = begin;
+      ForEachBroadcastRunIn(plan, begin, end, [&](const int64_t* off, int64_t o, int64_t n) {
+        ASSERT_EQ(o, next);
+        ASSERT_GT(n, 0);
+        for (int64_t i = 0; i < n; ++i) {
+          ++seen[o + i];
+          ASSERT_EQ(off[0] + i * plan.inner_stride(0), BroadcastSourceIndex(a, out, o + i));
+          ASSERT_EQ(off[1] + i * plan.inner_stride(1), BroadcastSourceIndex(b, out, o + i));
+          ASSERT_EQ(off[2] + i * plan.inner_stride(2), BroadcastSourceIndex(c, out, o + i));
+        }
+        next = o + n;
+      });
+      EXPECT_EQ(next, begin < end ? end : begin);
+      for (int64_t i = 0; i < numel; ++i) ASSERT_EQ(seen[i], i >= begin && i < end ? 1 : 0);
+    }
+  }
+}
+
+TEST(ParallelKernelsTest, BatchNormIsBitIdenticalAcrossThreadCountsAndInPlace) {
+  const int64_t n = 32, c = 16, size = 32 * 32;
+  const std::vector<float> x = UniformFloats(n * c * size, -3.0f, 3.0f, 9);
+  const std::vector<float> scale = UniformFloats(c, 0.5f, 1.5f, 10);
+  const std::vector<float> bias = UniformFloats(c, -1.0f, 1.0f, 11);
+  const std::vector<float> mean = UniformFloats(c, -0.5f, 0.5f, 12);
+  const std::vector<float> var = UniformFloats(c, 0.1f, 2.0f, 13);
+  std::vector<float> ref(x.size());
+  BatchNormF32Inference(n, c, size, x.data(), scale.data(), bias.data(), mean.data(), var.data(),
+                        1e-5f, ref.data(), 1);
+  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); i += 997) {
+    const int64_t ch = i / size % c;
+    const float a = scale[ch] / std::sqrt(var[ch] + 1e-5f);
+    EXPECT_NEAR(ref[i], (x[i] - mean[ch]) * a + bias[ch], 1e-5f) << i;
+  }
+  for (int threads : kThreadCounts) {
+    std::vector<float> y(x.size(), std::nanf(""));
+    BatchNormF32Inference(n, c, size, x.data(), scale.data(), bias.data(), mean.data(), var.data(),
+                          1e-5f, y.data(), threads);
+    EXPECT_TRUE(SameBits(y, ref)) << threads << " threads";
+    std::vector<float> in_place = x;
+    BatchNormF32Inference(n, c, size, in_place.data(), scale.data(), bias.data(), mean.data(),
+                          var.data(), 1e-5f, in_place.data(), threads);
+    EXPECT_TRUE(SameBits(in_place, ref)) << "in place, " << threads << " threads";
+  }
+}
+
+/// out[i, j, k] = in[i, j0 + j, k0 + k * step] for in [d0, d1, d2], written out directly.
+std::vector<float> SliceReference(const std::vector<float>& in, const Dims& d, int64_t j0,
+                                  int64_t nj, int64_t k0, int64_t nk, int64_t step) {
+  std::vector<float> out;
+  for (int64_t i = 0; i < d[0]; ++i) {
+    for (int64_t j = 0; j < nj; ++j) {
+      for (int64_t k = 0; k < nk; ++k)
+        out.push_back(in[(i * d[1] + j0 + j) * d[2] + k0 + k * step]);
+    }
+  }
+  return out;
+}
+
+TEST(ParallelKernelsTest, IndexedCopySlicesPadsAndTransposesAtEveryThreadCount) {
+  const Dims d{128, 40, 96};
+  const std::vector<float> in = UniformFloats(NumElements(d), -1.0f, 1.0f, 14);
+  // Strided slices along the last axis (forward, backward) and a contiguous one.
+  struct SliceCase {
+    int64_t j0, nj, k0, nk, step;
+  };
+  for (const SliceCase& s :
+       {SliceCase{3, 30, 1, 47, 2}, SliceCase{0, 40, 95, 32, -3}, SliceCase{5, 20, 10, 80, 1}}) {
+    std::vector<CopyAxis> axes = {IdentityAxis(d[0], d[1] * d[2]), CopyAxis{}, CopyAxis{}};
+    axes[1].in_stride = d[2];
+    for (int64_t j = 0; j < s.nj; ++j) axes[1].source.push_back(s.j0 + j);
+    axes[2].in_stride = 1;
+    for (int64_t k = 0; k < s.nk; ++k) axes[2].source.push_back(s.k0 + k * s.step);
+    const std::vector<float> ref = SliceReference(in, d, s.j0, s.nj, s.k0, s.nk, s.step);
+    for (int threads : {1, 2, 3, 4}) {
+      std::vector<float> out(ref.size(), std::nanf(""));
+      IndexedCopy(axes, sizeof(float), in.data(), nullptr, out.data(), threads);
+      EXPECT_TRUE(SameBits(out, ref)) << "step " << s.step << ", " << threads << " threads";
+    }
+  }
+  // Channel padding with a fill value, as ResNet's shortcut does: 8 fill rows on either side.
+  const float fill = 2.5f;
+  std::vector<CopyAxis> pad = {IdentityAxis(d[0], d[1] * d[2]), CopyAxis{}, IdentityAxis(d[2], 1)};
+  pad[1].in_stride = d[2];
+  for (int64_t j = -8; j < d[1] + 8; ++j) pad[1].source.push_back(j >= 0 && j < d[1] ? j : -1);
+  std::vector<float> padded_ref;
+  for (int64_t i = 0; i < d[0]; ++i) {
+    for (int64_t j = -8; j < d[1] + 8; ++j) {
+      for (int64_t k = 0; k < d[2]; ++k) {
+        padded_ref.push_back(j >= 0 && j < d[1] ? in[(i * d[1] + j) * d[2] + k] : fill);
+      }
+    }
+  }
+  for (int threads : {1, 2, 3}) {
+    std::vector<float> out(padded_ref.size(), std::nanf(""));
+    IndexedCopy(pad, sizeof(float), in.data(), &fill, out.data(), threads);
+    EXPECT_TRUE(SameBits(out, padded_ref)) << threads << " threads";
+  }
+  // Transpose [128, 40, 96] -> [96, 128, 40]: the innermost output axis is strided in the input.
+  std::vector<float> transposed_ref(in.size());
+  for (int64_t i = 0; i < d[0]; ++i) {
+    for (int64_t j = 0; j < d[1]; ++j) {
+      for (int64_t k = 0; k < d[2]; ++k) {
+        transposed_ref[(k * d[0] + i) * d[1] + j] = in[(i * d[1] + j) * d[2] + k];
+      }
+    }
+  }
+  for (int threads : {1, 2, 4}) {
+    std::vector<float> out(in.size(), std::nanf(""));
+    TransposeBytes(d, std::vector<int64_t>{2, 0, 1}, sizeof(float), in.data(), out.data(), threads);
+    EXPECT_TRUE(SameBits(out, transposed_ref)) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace qcc::cpu
