@@ -64,13 +64,8 @@ class FuseActivationPass : public Pass {
   absl::string_view name() const override { return "fuse-activation"; }
 
   absl::StatusOr<bool> Run(ir::Graph& graph) const override {
-    std::vector<ir::Node*> acts;
-    for (const auto& n : graph.nodes()) {
-      const ir::OpKind k = n->kind();
-      if (k == ir::OpKind::kRelu || k == ir::OpKind::kClip || k == ir::OpKind::kLeakyRelu) {
-        acts.push_back(n.get());
-      }
-    }
+    const std::vector<ir::Node*> acts =
+        fuse::NodesOfKind(graph, {ir::OpKind::kRelu, ir::OpKind::kClip, ir::OpKind::kLeakyRelu});
     bool changed = false;
     for (ir::Node* act : acts) changed |= TryFuse(graph, act);
     return changed;

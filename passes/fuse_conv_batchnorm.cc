@@ -20,10 +20,7 @@ class FuseConvBatchNormPass : public Pass {
   absl::string_view name() const override { return "fuse-conv-batchnorm"; }
 
   absl::StatusOr<bool> Run(ir::Graph& graph) const override {
-    std::vector<ir::Node*> bns;
-    for (const auto& n : graph.nodes()) {
-      if (n->kind() == ir::OpKind::kBatchNormalization) bns.push_back(n.get());
-    }
+    const std::vector<ir::Node*> bns = fuse::NodesOfKind(graph, {ir::OpKind::kBatchNormalization});
     bool changed = false;
     for (ir::Node* bn : bns) changed |= TryFuse(graph, bn);
     return changed;

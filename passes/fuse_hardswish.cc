@@ -106,10 +106,8 @@ class FuseHardSwishPass : public Pass {
   absl::string_view name() const override { return "fuse-hardswish"; }
 
   absl::StatusOr<bool> Run(ir::Graph& graph) const override {
-    std::vector<ir::Node*> tops;
-    for (const auto& n : graph.nodes()) {
-      if (n->kind() == ir::OpKind::kMul || n->kind() == ir::OpKind::kDiv) tops.push_back(n.get());
-    }
+    const std::vector<ir::Node*> tops =
+        fuse::NodesOfKind(graph, {ir::OpKind::kMul, ir::OpKind::kDiv});
     absl::flat_hash_set<const ir::Node*> removed;
     bool changed = false;
     for (ir::Node* top : tops) {

@@ -28,10 +28,7 @@ class FuseMatMulAddPass : public Pass {
   absl::string_view name() const override { return "fuse-matmul-add"; }
 
   absl::StatusOr<bool> Run(ir::Graph& graph) const override {
-    std::vector<ir::Node*> adds;
-    for (const auto& n : graph.nodes()) {
-      if (n->kind() == ir::OpKind::kAdd) adds.push_back(n.get());
-    }
+    const std::vector<ir::Node*> adds = fuse::NodesOfKind(graph, {ir::OpKind::kAdd});
     bool changed = false;
     for (ir::Node* add : adds) changed |= TryFuse(graph, add);
     if (!changed) return false;

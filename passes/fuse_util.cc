@@ -84,4 +84,18 @@ std::optional<BnAffine> InferenceBatchNorm(const ir::Graph& graph, const ir::Nod
 
 bool NearlyEqual(float a, float b) { return std::fabs(a - b) <= 1e-6f * std::fabs(b); }
 
+std::vector<ir::Node*> NodesOfKind(const ir::Graph& graph,
+                                   std::initializer_list<ir::OpKind> kinds) {
+  std::vector<ir::Node*> out;
+  for (const auto& n : graph.nodes()) {
+    for (ir::OpKind k : kinds) {
+      if (n->kind() == k) {
+        out.push_back(n.get());
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace qcc::passes::fuse

@@ -4,6 +4,7 @@
 #define QCC_PASSES_FUSE_UTIL_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ std::string UniqueName(const ir::Graph& graph, absl::string_view stem);
 /// `kept`, and the two swap names, so the surviving tensor keeps the name later tools key on
 /// (observers, calibration tables, graph outputs). `replaced` is left without uses.
 void Forward(ir::Graph& graph, ir::Value* replaced, ir::Value* kept);
+
+/// The nodes of `graph` whose kind is one of `kinds`, in graph order: a snapshot a pass can
+/// rewrite while iterating.
+std::vector<ir::Node*> NodesOfKind(const ir::Graph& graph, std::initializer_list<ir::OpKind> kinds);
 
 /// Removes `nodes` (in order), each of which must have no remaining uses of its outputs.
 void RemoveNodes(ir::Graph& graph, const std::vector<ir::Node*>& nodes);
