@@ -199,7 +199,8 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       out.push_back(reuse >= 0 ? Tensor(dt, std::move(dims), in[reuse].storage())
                                : pool.Allocate(dt, std::move(dims)));
     }
-    OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads};
+    OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads,
+                  options_.on_observe ? &options_.on_observe : nullptr};
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
       if (out[i].dtype() != out_types[i].dtype) out[i] = CastTensor(out[i], out_types[i].dtype);

@@ -21,6 +21,8 @@ struct EvalOptions {
   int num_threads = 0;
   /// Called with each node output right after it is computed (observers, debugging).
   std::function<void(const ir::Value&, const Tensor&)> on_value;
+  /// Receives the input of every Observe node (calibration); unset: Observe nodes do nothing.
+  ObserveFn on_observe;
 };
 
 /// Executes one graph. Does not own the graph, which must outlive it and stay unchanged.

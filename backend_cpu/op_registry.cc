@@ -28,6 +28,7 @@ void RegisterCpuOps(OpRegistry& registry) {
   RegisterElementwiseOps(registry);
   RegisterReduceOps(registry);
   RegisterMovementOps(registry);
+  RegisterCalibOps(registry);
 }
 
 const OpRegistry& DefaultOpRegistry() {

@@ -4,6 +4,8 @@
 #define QCC_BACKEND_CPU_OP_REGISTRY_H_
 
 #include <array>
+#include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -12,6 +14,9 @@
 #include "support/tensor.h"
 
 namespace qcc::cpu {
+
+/// Receives what an Observe node sees: its observer_id and its input, as fp32.
+using ObserveFn = std::function<void(int64_t observer_id, const Tensor& value)>;
 
 /// What an op's run function gets: the node (for its attributes), its input tensors, and its
 /// output tensors, already allocated with the inferred dtype and shape. An op may replace an
@@ -22,6 +27,8 @@ struct OpContext {
   absl::Span<const Tensor> inputs;  // an undefined Tensor for an omitted optional input
   absl::Span<Tensor> outputs;
   int num_threads = 1;
+  /// Where Observe nodes report (calibration); null: Observe does nothing.
+  const ObserveFn* observe = nullptr;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs[i].defined(); }
@@ -75,6 +82,7 @@ void RegisterNnOps(OpRegistry& registry);           // conv, pool, norm, gemm
 void RegisterElementwiseOps(OpRegistry& registry);  // activations, math, compare, logic
 void RegisterReduceOps(OpRegistry& registry);       // softmax family, reductions, arg-reductions
 void RegisterMovementOps(OpRegistry& registry);     // shape and data movement, cast, constants
+void RegisterCalibOps(OpRegistry& registry);        // Observe
 
 /// Registers every CPU op.
 void RegisterCpuOps(OpRegistry& registry);

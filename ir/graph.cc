@@ -86,6 +86,17 @@ void Graph::RemoveNode(Node* node) {
                             [&](const std::unique_ptr<Node>& p) { return p.get() == node; }));
 }
 
+void Graph::MoveNodeAfter(Node* node, const Node* anchor) {
+  auto find = [&](const Node* n) {
+    return std::find_if(nodes_.begin(), nodes_.end(),
+                        [&](const std::unique_ptr<Node>& p) { return p.get() == n; });
+  };
+  std::unique_ptr<Node> owned = std::move(*find(node));
+  nodes_.erase(find(nullptr));
+  auto at = anchor == nullptr ? nodes_.begin() : find(anchor) + 1;
+  nodes_.insert(at, std::move(owned));
+}
+
 void Graph::ReplaceAllUsesWith(Value* from, Value* to) {
   std::vector<Use> uses = from->uses_;
   for (const Use& u : uses) u.node->SetInput(u.index, to);

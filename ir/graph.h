@@ -125,6 +125,9 @@ class Graph {
   void ReplaceAllUsesWith(Value* from, Value* to);
   /// Drops values that nothing produces, uses or outputs (constants included).
   void RemoveDeadValues();
+  /// Moves `node` to just after `anchor` in the node order (to the front when `anchor` is null).
+  /// The caller keeps the order topological (e.g. `anchor` produces `node`'s only input).
+  void MoveNodeAfter(Node* node, const Node* anchor);
   /// Reorders nodes topologically; fails on a cycle or a use of an undefined value.
   absl::Status TopologicalSort();
 

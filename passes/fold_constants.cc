@@ -47,7 +47,9 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const ir::Node& node,
   ir::Node* n = g.AddNode(node.kind(), node.name(), in, out_names);
   n->set_attrs(node.attrs_variant());
   for (ir::Value* v : n->outputs()) g.AddOutput(v);
-  QCC_ASSIGN_OR_RETURN(auto evaluator, cpu::Evaluator::Create(g, {/*num_threads=*/1}));
+  cpu::EvalOptions options;
+  options.num_threads = 1;
+  QCC_ASSIGN_OR_RETURN(auto evaluator, cpu::Evaluator::Create(g, options));
   return evaluator->Run({});
 }
 

@@ -30,6 +30,12 @@ std::unique_ptr<Pass> CreateFuseHardSwishPass();
 /// input, when that output has no other use.
 std::unique_ptr<Pass> CreateFuseActivationPass();
 
+// Calibration (passes/insert_observers.cc).
+/// Adds an Observe node (observer_id 0, 1, ... in order of TensorsToObserve) on every tensor
+/// an int8 compile needs a range for: the non-constant float inputs and outputs of quantizable
+/// ops (passes/quantizable.h). Tensors that already have one are left alone.
+std::unique_ptr<Pass> CreateInsertObserversPass();
+
 /// The fp32 pipeline run before calibration and compilation: clean-up, fusions, clean-up.
 Pipeline DefaultPipeline();
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/printer.h"
@@ -59,6 +60,10 @@ std::string WeightSummary(const ir::Graph& graph) {
 }  // namespace
 
 absl::Status InspectCommand(const InspectOptions& opts) {
+  if (absl::EndsWithIgnoreCase(opts.model, ".json")) {
+    if (opts.passes) return absl::InvalidArgumentError("--passes applies to models, not tables");
+    return InspectTableCommand(opts.model);
+  }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
   std::vector<passes::PassRecord> records;
   if (opts.passes) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,10 +27,35 @@ struct RunOptions {
 /// with the reference outputs of --test-data when present and writes output_K.pb files.
 absl::Status RunCommand(const RunOptions& options);
 
+struct CalibrateOptions {
+  std::string model;
+  std::string data;
+  std::string output;  // default: MODEL with .onnx replaced by .calib.json
+  /// Preprocessing: a JSON file first, then the flags in the order given, as (key, value) with
+  /// the key as ApplyPreprocessFlag takes it ("resize", "channel-order", ...).
+  std::string preprocess_file;
+  std::vector<std::pair<std::string, std::string>> preprocess_flags;
+  int64_t batch = 16;
+  int64_t max_samples = 0;
+  std::string shard = "0/1";  // "i/N"
+  std::string method = "entropy";
+  std::string device = "auto";
+  int threads = 0;
+  std::vector<std::string> merge;  // tables to combine into `output` instead of calibrating
+};
+
+/// `qcc calibrate`: streams the data through the fused model with observers and writes the
+/// calibration table (or, with --merge, combines shard tables), then prints a summary.
+absl::Status CalibrateCommand(const CalibrateOptions& options);
+
 struct InspectOptions {
   std::string model;
   bool passes = false;  // run passes::DefaultPipeline() first and report each pass
 };
+
+/// `qcc inspect TABLE.json`: prints a calibration table's settings and, per tensor, its range
+/// and the scale each calibration method would pick (tools/cmd_inspect_table.cc).
+absl::Status InspectTableCommand(const std::string& path);
 
 /// `qcc inspect`: prints the imported IR (after the default pass pipeline with --passes, and
 /// then one line per pass) and a summary (ops, parameters, weight bytes by dtype).

@@ -88,11 +88,77 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
 
+  CalibrateOptions calibrate;
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate", "Stream real inputs through the fused fp32 model and write a calibration table");
+  calibrate_cmd->add_option("model", calibrate.model, "ONNX model file")->type_name("MODEL.onnx");
+  calibrate_cmd
+      ->add_option("data", calibrate.data,
+                   "Folder of images (.jpg/.png), .npy or ONNX .pb tensors; one sub-folder per "
+                   "input for multi-input models")
+      ->type_name("DATA");
+  calibrate_cmd
+      ->add_option("-o,--output", calibrate.output,
+                   "The table to write (default: MODEL with .onnx replaced by .calib.json)")
+      ->type_name("TABLE.json");
+  calibrate_cmd
+      ->add_option("--preprocess", calibrate.preprocess_file,
+                   "Preprocessing as a JSON file (keys as the flags below); flags override it")
+      ->type_name("FILE.json");
+  // Preprocessing flags: each is handed to calib::ApplyPreprocessFlag under its own name.
+  struct PreprocessFlag {
+    const char* key;
+    const char* type;
+    const char* help;
+    std::string value;
+  };
+  static PreprocessFlag preprocess_flags[] = {
+      {"resize", "N|HxW", "Resize the short side to N (aspect kept), or to exactly HxW", {}},
+      {"crop", "N|HxW", "Centre crop to NxN or HxW", {}},
+      {"size-multiple", "N", "Round H and W to a multiple of N after the crop", {}},
+      {"scale", "F", "Multiply the 0..255 pixel values by F (e.g. 0.00392156862745098)", {}},
+      {"mean", "a,b,c", "Subtract per channel, after --scale, in the model's channel order", {}},
+      {"std", "a,b,c", "Divide per channel, after --mean", {}},
+      {"channel-order", "rgb|bgr", "Colour channel order of the model input", {}},
+      {"layout", "nchw|nhwc", "Channels first or last", {}},
+  };
+  for (PreprocessFlag& flag : preprocess_flags) {
+    calibrate_cmd->add_option(absl::StrCat("--", flag.key), flag.value, flag.help)
+        ->type_name(flag.type);
+  }
+  bool grayscale = false;
+  calibrate_cmd->add_flag("--grayscale", grayscale, "Decode images to one grey channel");
+  calibrate_cmd->add_option("--batch", calibrate.batch, "Samples per inference (default 16)")
+      ->check(CLI::Range(1, 1 << 16));
+  calibrate_cmd
+      ->add_option("--max-samples", calibrate.max_samples,
+                   "Use only the first N samples in sorted file order (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  calibrate_cmd
+      ->add_option("--shard", calibrate.shard,
+                   "Calibrate every N-th sample from the i-th on (merge the N tables with --merge)")
+      ->type_name("i/N");
+  calibrate_cmd
+      ->add_option("--calib-method", calibrate.method,
+                   "The method compile uses by default: minmax, entropy, percentile[=P] or mse "
+                   "(default entropy; the table keeps histograms, so compile can pick another)")
+      ->type_name("METHOD");
+  calibrate_cmd->add_option("--device", calibrate.device, "auto, cpu or cuda (default auto)")
+      ->type_name("DEVICE");
+  calibrate_cmd->add_option("--threads", calibrate.threads, "CPU threads (0: every core)")
+      ->check(CLI::Range(0, 4096));
+  calibrate_cmd
+      ->add_option("--merge", calibrate.merge,
+                   "Combine shard tables into -o instead of calibrating (MODEL, when given, is "
+                   "checked against them)")
+      ->type_name("TABLE.json ...");
+
   InspectOptions inspect;
-  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Print a model's IR and a summary");
-  inspect_cmd->add_option("model", inspect.model, "ONNX model file")
+  CLI::App* inspect_cmd = app.add_subcommand(
+      "inspect", "Print a model's IR and a summary, or a calibration table's ranges and scales");
+  inspect_cmd->add_option("model", inspect.model, "ONNX model file or calibration table")
       ->required()
-      ->type_name("MODEL.onnx");
+      ->type_name("MODEL.onnx|TABLE.json");
   inspect_cmd->add_flag("--passes", inspect.passes,
                         "Run the default pass pipeline first and print what each pass changed");
 
@@ -134,12 +200,21 @@ int Main(int argc, char** argv) {
   absl::Status status;
   if (run_cmd->parsed()) {
     status = RunCommand(run);
+  } else if (calibrate_cmd->parsed()) {
+    for (const PreprocessFlag& flag : preprocess_flags) {
+      if (calibrate_cmd->count(absl::StrCat("--", flag.key)) > 0) {
+        calibrate.preprocess_flags.emplace_back(flag.key, flag.value);
+      }
+    }
+    if (grayscale) calibrate.preprocess_flags.emplace_back("grayscale", "true");
+    status = CalibrateCommand(calibrate);
   } else if (inspect_cmd->parsed()) {
     status = InspectCommand(inspect);
   } else if (bench_cmd->parsed()) {
     status = BenchCommand(bench);
   } else {
-    PrintError("a command is required: run, inspect or bench (run 'qcc --help' for usage)");
+    PrintError(
+        "a command is required: run, calibrate, inspect or bench (run 'qcc --help' for usage)");
     return kExitUsage;
   }
   if (!status.ok()) {

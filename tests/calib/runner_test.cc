@@ -1,0 +1,243 @@
+// The calibration runner: exact statistics of every observed tensor over a folder of samples,
+// independent of batch size, thread count and sharding; NaN counting; and its errors.
+#include "calib/runner.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "calib/dataset.h"
+#include "gtest/gtest.h"
+#include "ir/shape_inference.h"
+#include "support/npy.h"
+
+namespace qcc::calib {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir() {
+  static int counter = 0;
+  const std::string dir = ::testing::TempDir() + "/qcc_calib_runner_" + std::to_string(getpid()) +
+                          "_" + std::to_string(counter++);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// x [N,4] -> Relu -> y -> Softmax -> z. Relu is quantizable, Softmax is not: x and y are
+// observed, z is not.
+std::unique_ptr<ir::Graph> ReluSoftmaxGraph(int64_t batch_dim = ir::SymbolDim(0)) {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(13);
+  if (batch_dim < 0) g->AddSymbol("N");
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {batch_dim, 4}));
+  ir::Node* relu = g->AddNode(ir::OpKind::kRelu, "relu", {x}, {"y"});
+  ir::Node* softmax = g->AddNode(ir::OpKind::kSoftmax, "softmax", {relu->output(0)}, {"z"});
+  g->AddOutput(softmax->output(0));
+  EXPECT_TRUE(ir::InferShapes(*g).ok());
+  return g;
+}
+
+// Writes sample i as `dir`/NNN.npy holding [1,4] = values[4i .. 4i+3].
+void WriteSamples(const std::string& dir, const std::vector<float>& values) {
+  for (size_t i = 0; i * 4 < values.size(); ++i) {
+    Tensor t = Tensor::FromVector<float>(DType::kFloat32, {1, 4},
+                                         {values.begin() + 4 * i, values.begin() + 4 * i + 4});
+    ASSERT_TRUE(WriteNpy(absl::StrFormat("%s/%03d.npy", dir, i), t).ok());
+  }
+}
+
+std::vector<float> SampleValues(int samples) {
+  std::vector<float> v;
+  for (int i = 0; i < samples * 4; ++i) v.push_back(0.25f * static_cast<float>((i * 7) % 23 - 11));
+  return v;
+}
+
+absl::StatusOr<CalibrationRun> Calibrate(const std::string& dir, int64_t batch, int threads,
+                                         DatasetOptions data_options = {}) {
+  auto graph = ReluSoftmaxGraph();
+  auto instrumented = InstrumentForCalibration(*graph);
+  if (!instrumented.ok()) return instrumented.status();
+  auto data = Dataset::Open(dir, GraphDataInputs(*graph), data_options);
+  if (!data.ok()) return data.status();
+  RunnerOptions options;
+  options.batch = batch;
+  options.num_threads = threads;
+  return RunCalibration(*graph, **data, options);
+}
+
+TEST(CalibRunner, StatisticsAreThoseOfEveryObservedValue) {
+  const std::string dir = TempDir();
+  const std::vector<float> values = SampleValues(10);
+  WriteSamples(dir, values);
+  std::vector<int64_t> progress;
+  auto graph = ReluSoftmaxGraph();
+  ASSERT_TRUE(InstrumentForCalibration(*graph).ok());
+  auto data = Dataset::Open(dir, GraphDataInputs(*graph), {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  RunnerOptions options;
+  options.batch = 4;
+  options.on_progress = [&](int64_t done, int64_t total) {
+    EXPECT_EQ(total, 10);
+    progress.push_back(done);
+  };
+  absl::StatusOr<CalibrationRun> run = RunCalibration(*graph, **data, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->samples, 10);
+  EXPECT_EQ(run->batch, 4);
+  EXPECT_EQ(progress, (std::vector<int64_t>{4, 8, 10}));
+  ASSERT_EQ(run->tensors.size(), 2u);  // x and y; not the Softmax output z
+  ASSERT_TRUE(run->tensors.count("x") && run->tensors.count("y"));
+
+  TensorStats expect_x, expect_y;
+  expect_x.Add(values.data(), static_cast<int64_t>(values.size()));
+  std::vector<float> relu;
+  for (float v : values) relu.push_back(std::max(v, 0.0f));
+  expect_y.Add(relu.data(), static_cast<int64_t>(relu.size()));
+  EXPECT_TRUE(run->tensors.at("x") == expect_x);
+  EXPECT_TRUE(run->tensors.at("y") == expect_y);
+  EXPECT_EQ(run->tensors.at("x").count(), 40);
+  EXPECT_EQ(run->tensors.at("x").min(), -2.75f);
+  EXPECT_EQ(run->tensors.at("x").max(), 2.75f);
+  EXPECT_EQ(run->tensors.at("y").min(), 0.0f);
+}
+
+TEST(CalibRunner, BatchThreadsAndShardsDoNotChangeTheStatistics) {
+  const std::string dir = TempDir();
+  WriteSamples(dir, SampleValues(37));
+  absl::StatusOr<CalibrationRun> reference = Calibrate(dir, 1, 1);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  for (int64_t batch : {2, 5, 16, 64}) {
+    for (int threads : {1, 2}) {
+      absl::StatusOr<CalibrationRun> run = Calibrate(dir, batch, threads);
+      ASSERT_TRUE(run.ok()) << run.status();
+      EXPECT_EQ(run->samples, 37);
+      EXPECT_TRUE(run->tensors == reference->tensors)
+          << "batch " << batch << " threads " << threads;
+    }
+  }
+  // Three shards merged equal the whole.
+  std::map<std::string, TensorStats> merged;
+  int64_t samples = 0;
+  for (int shard = 0; shard < 3; ++shard) {
+    DatasetOptions o;
+    o.shard_index = shard;
+    o.shard_count = 3;
+    absl::StatusOr<CalibrationRun> run = Calibrate(dir, 4, 2, o);
+    ASSERT_TRUE(run.ok()) << run.status();
+    samples += run->samples;
+    for (const auto& [name, stats] : run->tensors) merged[name].Merge(stats);
+  }
+  EXPECT_EQ(samples, 37);
+  EXPECT_TRUE(merged == reference->tensors);
+}
+
+TEST(CalibRunner, LargeTensorsSplitAcrossThreadsGiveTheSameStatistics) {
+  // 20,000 values per sample: over the per-thread threshold, so the statistics are gathered
+  // in pieces and merged.
+  const std::string dir = TempDir();
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(13);
+  g->AddSymbol("N");
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {ir::SymbolDim(0), 20000}));
+  ir::Node* relu = g->AddNode(ir::OpKind::kRelu, "relu", {x}, {"y"});
+  g->AddOutput(relu->output(0));
+  ASSERT_TRUE(ir::InferShapes(*g).ok());
+  ASSERT_TRUE(InstrumentForCalibration(*g).ok());
+  std::vector<float> all;
+  for (int s = 0; s < 8; ++s) {
+    std::vector<float> v(20000);
+    for (int i = 0; i < 20000; ++i) v[i] = std::sin(0.001f * static_cast<float>(i * (s + 1)));
+    all.insert(all.end(), v.begin(), v.end());
+    ASSERT_TRUE(WriteNpy(absl::StrFormat("%s/%d.npy", dir, s),
+                         Tensor::FromVector<float>(DType::kFloat32, {1, 20000}, v))
+                    .ok());
+  }
+  TensorStats expect;
+  expect.Add(all.data(), static_cast<int64_t>(all.size()));
+  auto data = Dataset::Open(dir, GraphDataInputs(*g), {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  RunnerOptions options;
+  options.batch = 8;
+  options.num_threads = 2;
+  absl::StatusOr<CalibrationRun> run = RunCalibration(*g, **data, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->tensors.at("x") == expect);
+}
+
+TEST(CalibRunner, NanAndInfinityInTheDataAreCountedPerTensor) {
+  const std::string dir = TempDir();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  WriteSamples(dir, {1, nan, -inf, 2, nan, 3, inf, -1});
+  absl::StatusOr<CalibrationRun> run = Calibrate(dir, 2, 1);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const TensorStats& x = run->tensors.at("x");
+  EXPECT_EQ(x.nan_count(), 2);
+  EXPECT_EQ(x.posinf_count(), 1);
+  EXPECT_EQ(x.neginf_count(), 1);
+  EXPECT_EQ(x.min(), -1.0f);
+  EXPECT_EQ(x.max(), 3.0f);
+  // Relu keeps NaN and +inf and maps -inf to 0.
+  const TensorStats& y = run->tensors.at("y");
+  EXPECT_EQ(y.nan_count(), 2);
+  EXPECT_EQ(y.posinf_count(), 1);
+  EXPECT_EQ(y.neginf_count(), 0);
+}
+
+TEST(CalibRunner, FixedBatchOfOneRunsOneSampleAtATime) {
+  const std::string dir = TempDir();
+  WriteSamples(dir, SampleValues(3));
+  auto graph = ReluSoftmaxGraph(/*batch_dim=*/1);
+  ASSERT_TRUE(InstrumentForCalibration(*graph).ok());
+  auto data = Dataset::Open(dir, GraphDataInputs(*graph), {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  RunnerOptions options;
+  options.batch = 16;
+  absl::StatusOr<CalibrationRun> run = RunCalibration(*graph, **data, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->batch, 1);
+  EXPECT_EQ(run->samples, 3);
+}
+
+TEST(CalibRunner, Errors) {
+  const std::string dir = TempDir();
+  WriteSamples(dir, SampleValues(2));
+  // No observers: nothing to calibrate.
+  auto plain = ReluSoftmaxGraph();
+  auto data = Dataset::Open(dir, GraphDataInputs(*plain), {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<CalibrationRun> run = RunCalibration(*plain, **data, {});
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("nothing to calibrate"), std::string::npos);
+  // The CUDA runner is not there yet.
+  auto graph = ReluSoftmaxGraph();
+  ASSERT_TRUE(InstrumentForCalibration(*graph).ok());
+  RunnerOptions cuda;
+  cuda.device = Device::kCuda;
+  run = RunCalibration(*graph, **data, cuda);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(run.status().message().find("--device cpu"), std::string::npos);
+  EXPECT_FALSE(ParseDevice("gpu").ok());
+  EXPECT_EQ(*ParseDevice("auto"), Device::kAuto);
+  // A fixed batch other than 1.
+  auto fixed = ReluSoftmaxGraph(/*batch_dim=*/2);
+  ASSERT_TRUE(InstrumentForCalibration(*fixed).ok());
+  DataInput relaxed{"x", ir::TensorType(DType::kFloat32, {ir::SymbolDim(0), 4}), ""};
+  auto fixed_data = Dataset::Open(dir, {relaxed}, {});
+  ASSERT_TRUE(fixed_data.ok()) << fixed_data.status();
+  run = RunCalibration(*fixed, **fixed_data, {});
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("fixed batch of 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qcc::calib
