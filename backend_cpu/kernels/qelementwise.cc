@@ -1,0 +1,232 @@
+// int8 elementwise kernels: scalar references over support/quantize.h and AVX-512 fast paths.
+//
+// The AVX-512 paths are the scalar formulas lane by lane, with the same fp32 operations in the
+// same order, so they give the same bits:
+// - float arithmetic uses the explicitly rounded intrinsics (_mm512_div_round_ps etc.), which a
+//   compiler never contracts into a fused multiply-add, whatever -ffp-contract says;
+// - Saturate's float clamp to +-2^22 and NaN -> 0 are done with a mask before min/max (vminps
+//   would turn NaN into the limit), then vcvtps2dq with round-to-nearest-even gives the same
+//   integer as RoundHalfEven's 1.5 * 2^23 trick for every |x| <= 2^22;
+// - int32 -> int8 stores use vpmovsdb, whose saturation never triggers after the [lo, hi] clamp.
+// Tails are masked loads and stores, so a whole range runs on one path.
+//
+// Compiled for any x86-64: only functions marked QCC_AVX512_INT8 use AVX-512, and they run only
+// when CpuHasAvx512Int8().
+#include "backend_cpu/kernels/qelementwise.h"
+
+// GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
+// -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "backend_cpu/kernels/nn_parallel.h"
+#include "support/float16.h"
+#include "support/quantize.h"
+
+#define QCC_AVX512_INT8 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+namespace qcc::cpu {
+
+namespace {
+
+constexpr int kRoundNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+/// Runs range(begin, end) over [0, n), split over threads from 64k elements up.
+template <typename Range>
+void RunElements(int num_threads, int64_t n, Range&& range) {
+  ParallelForElements(num_threads, n, 1, [&](int64_t begin, int64_t end) { range(begin, end); });
+}
+
+/// Lanes [0, r) of a 16-lane mask, r in [0, 16].
+inline __mmask16 TailMask(int64_t r) { return static_cast<__mmask16>((1u << r) - 1u); }
+
+/// Saturate(v, zp, lo, hi) for 16 lanes (see the file comment).
+QCC_AVX512_INT8 inline __m512i SaturateV(__m512 v, __m512i zp, __m512i lo, __m512i hi) {
+  const __m512 limit = _mm512_set1_ps(4194304.0f);  // 2^22
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+  v = _mm512_max_ps(_mm512_min_ps(v, limit), _mm512_set1_ps(-4194304.0f));
+  const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, kRoundNearest), zp);
+  return _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+}
+
+/// float(int8 x - zp) for 16 lanes.
+QCC_AVX512_INT8 inline __m512 CenteredV(__m128i x, __m512i zp) {
+  return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(x), zp));
+}
+
+QCC_AVX512_INT8 void QuantizeAvx512(const QuantizeS8Params& p, int64_t n, const float* x,
+                                    int8_t* y) {
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  const __m512i zp = _mm512_set1_epi32(p.zero_point);
+  const __m512i lo = _mm512_set1_epi32(kInt8Min), hi = _mm512_set1_epi32(kInt8Max);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+    const __m512 v = _mm512_div_round_ps(_mm512_maskz_loadu_ps(m, x + i), scale, kRoundNearest);
+    _mm512_mask_cvtsepi32_storeu_epi8(y + i, m, SaturateV(v, zp, lo, hi));
+  }
+}
+
+QCC_AVX512_INT8 void DequantizeAvx512(const QuantizeS8Params& p, int64_t n, const int8_t* x,
+                                      float* y) {
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  const __m512i zp = _mm512_set1_epi32(p.zero_point);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+    const __m512 v = CenteredV(_mm_maskz_loadu_epi8(m, x + i), zp);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_round_ps(v, scale, kRoundNearest));
+  }
+}
+
+QCC_AVX512_INT8 void RequantizeAvx512(const RequantizeS8Params& p, int64_t n, const int8_t* x,
+                                      int8_t* y) {
+  const __m512 mult = _mm512_set1_ps(p.multiplier);
+  const __m512i zp_in = _mm512_set1_epi32(p.zp_in), zp_out = _mm512_set1_epi32(p.zp_out);
+  const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+    const __m512 v = CenteredV(_mm_maskz_loadu_epi8(m, x + i), zp_in);
+    const __m512 scaled = _mm512_mul_round_ps(v, mult, kRoundNearest);
+    _mm512_mask_cvtsepi32_storeu_epi8(y + i, m, SaturateV(scaled, zp_out, lo, hi));
+  }
+}
+
+QCC_AVX512_INT8 void AddAvx512(const AddS8Params& p, int64_t n, const int8_t* a, const int8_t* b,
+                               int8_t* y) {
+  const __m512 mult_a = _mm512_set1_ps(p.mult_a), mult_b = _mm512_set1_ps(p.mult_b);
+  const __m512i zp_a = _mm512_set1_epi32(p.zp_a), zp_b = _mm512_set1_epi32(p.zp_b);
+  const __m512i zp_out = _mm512_set1_epi32(p.zp_out);
+  const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+    const __m512 ta =
+        _mm512_mul_round_ps(CenteredV(_mm_maskz_loadu_epi8(m, a + i), zp_a), mult_a, kRoundNearest);
+    const __m512 tb =
+        _mm512_mul_round_ps(CenteredV(_mm_maskz_loadu_epi8(m, b + i), zp_b), mult_b, kRoundNearest);
+    const __m512 sum = _mm512_add_round_ps(ta, tb, kRoundNearest);
+    _mm512_mask_cvtsepi32_storeu_epi8(y + i, m, SaturateV(sum, zp_out, lo, hi));
+  }
+}
+
+/// vcvtps2ph (imm 0: round to nearest even, not MXCSR), then NaN lanes replaced by FloatToHalf's
+/// sign | 0x7e00 (the hardware keeps the top 10 payload bits).
+QCC_AVX512_INT8 void F32ToF16Avx512(int64_t n, const float* x, uint16_t* y) {
+  const __m512i sign_bit = _mm512_set1_epi32(0x8000), quiet_nan = _mm512_set1_epi32(0x7e00);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 16), sign_bit);
+    h = _mm256_mask_mov_epi16(h, nan, _mm512_cvtepi32_epi16(_mm512_or_si512(sign, quiet_nan)));
+    _mm256_mask_storeu_epi16(y + i, m, h);
+  }
+}
+
+/// vcvtph2ps, then NaN lanes rebuilt as HalfToFloat does: sign | 0x7f800000 | mantissa << 13
+/// (the hardware would also set the quiet bit of a signalling NaN).
+QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7fff), sign_bit = _mm512_set1_epi32(0x8000);
+  const __m512i inf_bits = _mm512_set1_epi32(0x7c00), rebias = _mm512_set1_epi32(0x70000000);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, x + i);
+    const __m512i f = _mm512_castps_si512(_mm512_cvtph_ps(h));
+    const __m512i h32 = _mm512_cvtepu16_epi32(h);
+    const __m512i mag = _mm512_and_si512(h32, magnitude);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(mag, inf_bits);
+    // (0x7c00 | mantissa) << 13 = 0x0f800000 | mantissa << 13; + 0x70000000 gives the fp32 NaN.
+    const __m512i nan_bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(h32, sign_bit), 16),
+                                             _mm512_or_si512(rebias, _mm512_slli_epi32(mag, 13)));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_castsi512_ps(_mm512_mask_mov_epi32(f, nan, nan_bits)));
+  }
+}
+
+}  // namespace
+
+bool CpuHasAvx512Int8() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
+void QuantizeF32ToS8Reference(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = QuantizeValue(x[i], p.scale, p.zero_point);
+}
+
+void QuantizeF32ToS8(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y,
+                     int num_threads) {
+  const bool fast = CpuHasAvx512Int8();
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return QuantizeAvx512(p, end - begin, x + begin, y + begin);
+    QuantizeF32ToS8Reference(p, end - begin, x + begin, y + begin);
+  });
+}
+
+void DequantizeS8ToF32Reference(const QuantizeS8Params& p, int64_t n, const int8_t* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = DequantizeValue(x[i], p.scale, p.zero_point);
+}
+
+void DequantizeS8ToF32(const QuantizeS8Params& p, int64_t n, const int8_t* x, float* y,
+                       int num_threads) {
+  const bool fast = CpuHasAvx512Int8();
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return DequantizeAvx512(p, end - begin, x + begin, y + begin);
+    DequantizeS8ToF32Reference(p, end - begin, x + begin, y + begin);
+  });
+}
+
+void RequantizeS8Reference(const RequantizeS8Params& p, int64_t n, const int8_t* x, int8_t* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = RescaleValue(x[i], p.zp_in, p.multiplier, p.zp_out, p.lo, p.hi);
+  }
+}
+
+void RequantizeS8(const RequantizeS8Params& p, int64_t n, const int8_t* x, int8_t* y,
+                  int num_threads) {
+  const bool fast = CpuHasAvx512Int8();
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return RequantizeAvx512(p, end - begin, x + begin, y + begin);
+    RequantizeS8Reference(p, end - begin, x + begin, y + begin);
+  });
+}
+
+void AddS8Reference(const AddS8Params& p, int64_t n, const int8_t* a, const int8_t* b, int8_t* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = AddValue(a[i], p.zp_a, p.mult_a, b[i], p.zp_b, p.mult_b, p.zp_out, p.lo, p.hi);
+  }
+}
+
+void AddS8(const AddS8Params& p, int64_t n, const int8_t* a, const int8_t* b, int8_t* y,
+           int num_threads) {
+  const bool fast = CpuHasAvx512Int8();
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return AddAvx512(p, end - begin, a + begin, b + begin, y + begin);
+    AddS8Reference(p, end - begin, a + begin, b + begin, y + begin);
+  });
+}
+
+void ConvertF32ToF16Reference(int64_t n, const float* x, uint16_t* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
+}
+
+void ConvertF32ToF16(int64_t n, const float* x, uint16_t* y, int num_threads) {
+  const bool fast = CpuHasAvx512Int8();
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return F32ToF16Avx512(end - begin, x + begin, y + begin);
+    ConvertF32ToF16Reference(end - begin, x + begin, y + begin);
+  });
+}
+
+void ConvertF16ToF32Reference(int64_t n, const uint16_t* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = HalfToFloat(x[i]);
+}
+
+void ConvertF16ToF32(int64_t n, const uint16_t* x, float* y, int num_threads) {
+  const bool fast = CpuHasAvx512Int8();
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return F16ToF32Avx512(end - begin, x + begin, y + begin);
+    ConvertF16ToF32Reference(end - begin, x + begin, y + begin);
+  });
+}
+
+}  // namespace qcc::cpu
