@@ -48,6 +48,23 @@ struct CalibrateOptions {
 /// calibration table (or, with --merge, combines shard tables), then prints a summary.
 absl::Status CalibrateCommand(const CalibrateOptions& options);
 
+struct CompileOptions {
+  std::string model;
+  std::string calib;   // default: MODEL with .onnx replaced by .calib.json
+  std::string output;  // default: MODEL with .onnx replaced by .plan
+  bool int8 = false;
+  bool fp16 = false;
+  bool per_tensor = false;  // --per-channel (the default) or --per-tensor weights
+  bool asymmetric = false;
+  std::string calib_method;  // empty: the table's method
+  std::vector<std::string> exclude;
+  std::string target = "cpu";
+  std::string batch;  // "MIN:MAX" or "N"; empty: 1:32 for a dynamic batch
+};
+
+/// `qcc compile`: quantizes the fused model with the calibration table and writes a plan.
+absl::Status CompileCommand(const CompileOptions& options);
+
 struct InspectOptions {
   std::string model;
   bool passes = false;  // run passes::DefaultPipeline() first and report each pass

@@ -153,6 +153,40 @@ int Main(int argc, char** argv) {
                    "checked against them)")
       ->type_name("TABLE.json ...");
 
+  CompileOptions compile;
+  CLI::App* compile_cmd =
+      app.add_subcommand("compile", "Quantize a model with its calibration table and write a plan");
+  compile_cmd->add_option("model", compile.model, "ONNX model file")
+      ->required()
+      ->type_name("MODEL.onnx");
+  compile_cmd->add_flag("--int8", compile.int8, "int8 weights and activations");
+  compile_cmd->add_flag("--fp16", compile.fp16, "fp16 weights and activations (not built yet)");
+  compile_cmd->add_flag("--per-channel", "Per-output-channel weight scales (the default)");
+  compile_cmd->add_flag("--per-tensor", compile.per_tensor, "One weight scale per tensor");
+  compile_cmd->add_flag("--asymmetric", compile.asymmetric,
+                        "Asymmetric activations (zero point from min/max, ONNX Runtime style)");
+  compile_cmd
+      ->add_option("--calib", compile.calib,
+                   "The calibration table (default: MODEL with .onnx replaced by .calib.json)")
+      ->type_name("TABLE.json");
+  compile_cmd
+      ->add_option("--calib-method", compile.calib_method,
+                   "minmax, entropy, percentile[=P] or mse (default: the table's)")
+      ->type_name("METHOD");
+  compile_cmd
+      ->add_option("--exclude", compile.exclude,
+                   "Node names or op types that stay in float (comma-separated, repeatable)")
+      ->delimiter(',')
+      ->type_name("NAME,...");
+  compile_cmd->add_option("--target", compile.target, "cpu (cuda comes with the CUDA backend)")
+      ->type_name("TARGET");
+  compile_cmd
+      ->add_option("--batch", compile.batch,
+                   "Batch range of the plan, N or MIN:MAX (default 1:32 for a dynamic batch)")
+      ->type_name("MIN:MAX");
+  compile_cmd->add_option("-o,--output", compile.output, "The plan (default: MODEL.plan)")
+      ->type_name("MODEL.plan");
+
   InspectOptions inspect;
   CLI::App* inspect_cmd = app.add_subcommand(
       "inspect", "Print a model's IR and a summary, or a calibration table's ranges and scales");
@@ -208,6 +242,12 @@ int Main(int argc, char** argv) {
     }
     if (grayscale) calibrate.preprocess_flags.emplace_back("grayscale", "true");
     status = CalibrateCommand(calibrate);
+  } else if (compile_cmd->parsed()) {
+    if (compile_cmd->count("--per-channel") > 0 && compile.per_tensor) {
+      PrintError("--per-channel and --per-tensor exclude each other");
+      return kExitUsage;
+    }
+    status = CompileCommand(compile);
   } else if (inspect_cmd->parsed()) {
     status = InspectCommand(inspect);
   } else if (bench_cmd->parsed()) {

@@ -1,0 +1,33 @@
+// Lowering of a fused graph with its precision decisions (passes/quantize.h) to a CPU plan: one
+// kernel step per node (runtime/steps.def), Quantize/Dequantize steps where precision changes,
+// weights in the plan's weights section, and the arena planned from buffer lifetimes.
+#ifndef QCC_BACKEND_CPU_LOWERING_H_
+#define QCC_BACKEND_CPU_LOWERING_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "passes/quantize.h"
+#include "runtime/plan.h"
+
+namespace qcc::cpu {
+
+struct LowerOptions {
+  /// The batch range of the plan (a dynamic leading extent takes any value in it; a model with a
+  /// fixed batch must be compiled with that batch).
+  int64_t batch_min = 1;
+  int64_t batch_max = 1;
+};
+
+/// The plan of `graph` (after passes::DefaultPipeline, shapes inferred). Nodes in
+/// decision.int8 become int8 steps; the rest run in fp32. Unimplemented naming the node for an
+/// op no step implements yet; InvalidArgument for extents other than the batch that are not
+/// known.
+absl::StatusOr<runtime::Plan> LowerToCpuPlan(const ir::Graph& graph,
+                                             const passes::QuantDecision& decision,
+                                             const LowerOptions& options);
+
+}  // namespace qcc::cpu
+
+#endif  // QCC_BACKEND_CPU_LOWERING_H_

@@ -1,0 +1,350 @@
+// Precision assignment and quantization: see passes/quantize.h.
+#include "passes/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backend_cpu/kernels/qlut.h"
+#include "passes/fuse_util.h"
+#include "passes/quantizable.h"
+#include "support/quantize.h"
+
+namespace qcc::passes {
+
+QuantParams ParamsForRange(const TensorRange& range, bool asymmetric) {
+  float lo = std::min(range.lo, 0.0f);
+  float hi = std::max(range.hi, 0.0f);
+  if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -1.0f, hi = 1.0f;
+  QuantParams p;
+  if (!asymmetric) {
+    const float amax = std::max(-lo, hi);
+    p.scale = amax > 0.0f ? amax / 127.0f : 1.0f / 127.0f;
+    return p;
+  }
+  if (hi - lo <= 0.0f) lo = -1.0f, hi = 1.0f;
+  p.scale = (hi - lo) / 255.0f;
+  if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) p.scale = 1.0f / 127.0f;
+  p.zero_point = Saturate(-128.0f - lo / p.scale, 0, kInt8Min, kInt8Max);
+  return p;
+}
+
+namespace {
+
+using ir::OpKind;
+
+bool IsPassThrough(OpKind k) {
+  return k == OpKind::kReshape || k == OpKind::kFlatten || k == OpKind::kSqueeze ||
+         k == OpKind::kUnsqueeze || k == OpKind::kTranspose || k == OpKind::kSlice ||
+         k == OpKind::kPad || k == OpKind::kMaxPool;
+}
+
+bool IsLut(OpKind k) {
+  return k == OpKind::kSigmoid || k == OpKind::kHardSigmoid || k == OpKind::kHardSwish ||
+         k == OpKind::kTanh || k == OpKind::kRelu || k == OpKind::kClip;
+}
+
+/// The fused activation of a Conv/Gemm/Add, if it is one an int8 clamp can do.
+template <typename Attrs>
+bool ClampableActivation(const Attrs& a) {
+  return a.activation == ir::Activation::kNone || a.activation == ir::Activation::kRelu ||
+         a.activation == ir::Activation::kClip;
+}
+
+bool IsStaticRank(const ir::Value* v, size_t rank) {
+  return v->type().has_rank() && v->type().dims->size() == rank;
+}
+
+/// Why `node` cannot run in int8 in its own right (empty when it can), apart from ranges.
+std::string Int8Blocker(const ir::Node& node) {
+  const ir::Value* x = node.input(0);
+  switch (node.kind()) {
+    case OpKind::kConv: {
+      const auto& a = node.attrs<ir::ConvAttrs>();
+      if (!IsStaticRank(x, 4)) return "only 2-D convolutions run in int8";
+      if (a.auto_pad != ir::AutoPad::kNotSet && a.auto_pad != ir::AutoPad::kValid) {
+        return "auto_pad SAME is not lowered to int8 yet";
+      }
+      if (!fuse::ConstantF32(node.input(1))) return "the weights are not constant";
+      if (node.input(2) && !fuse::ConstantF32(node.input(2))) return "the bias is not constant";
+      if (!ClampableActivation(a)) return "a fused LeakyRelu is not an int8 clamp";
+      return "";
+    }
+    case OpKind::kGemm: {
+      const auto& a = node.attrs<ir::GemmAttrs>();
+      if (a.transA != 0) return "transA is not lowered to int8";
+      std::optional<Tensor> b = fuse::ConstantF32(node.input(1));
+      if (!b || b->rank() != 2) return "the weights are not a constant matrix";
+      if (node.input(2)) {
+        std::optional<Tensor> c = fuse::ConstantF32(node.input(2));
+        const int64_t n = a.transB ? b->dim(0) : b->dim(1);
+        if (!c || (c->numel() != n && c->numel() != 1)) return "the bias is not a constant vector";
+      }
+      if (!ClampableActivation(a)) return "a fused LeakyRelu is not an int8 clamp";
+      return "";
+    }
+    case OpKind::kMatMul: {
+      std::optional<Tensor> b = fuse::ConstantF32(node.input(1));
+      if (!b || b->rank() != 2) return "the second operand is not a constant matrix";
+      if (!x->type().has_rank() || x->type().dims->size() < 2) return "the input is not a matrix";
+      return "";
+    }
+    case OpKind::kAdd: {
+      if (fuse::ConstantData(node.input(0)) || fuse::ConstantData(node.input(1))) {
+        return "an Add of a constant stays in float";
+      }
+      if (!(node.input(0)->type() == node.input(1)->type())) {
+        return "an int8 Add needs two inputs of the same shape";
+      }
+      if (!ClampableActivation(node.attrs<ir::AddAttrs>())) {
+        return "a fused LeakyRelu is not an int8 clamp";
+      }
+      return "";
+    }
+    case OpKind::kMaxPool:
+      if (node.num_outputs() > 1 && !node.output(1)->uses().empty()) return "indices are used";
+      return IsStaticRank(x, 4) ? "" : "only 2-D pooling runs in int8";
+    case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool:
+      return IsStaticRank(x, 4) ? "" : "only 2-D pooling runs in int8";
+    case OpKind::kClip:
+      for (int i = 1; i < node.num_inputs(); ++i) {
+        if (node.input(i) && !fuse::ScalarF32(node.input(i))) return "Clip bounds not constant";
+      }
+      return "";
+    case OpKind::kPad:
+      if (node.attrs<ir::PadAttrs>().mode != ir::PadMode::kConstant) return "only constant Pad";
+      for (int i = 1; i < node.num_inputs(); ++i) {
+        if (node.input(i) && !fuse::ConstantData(node.input(i))) return "Pad inputs not constant";
+      }
+      if (node.input(2)) {
+        std::optional<float> v = fuse::ScalarF32(node.input(2));
+        if (!v || *v != 0.0f) return "a Pad value other than 0 is not lowered to int8";
+      }
+      return "";
+    case OpKind::kSlice:
+      for (int i = 1; i < node.num_inputs(); ++i) {
+        if (node.input(i) && !fuse::ConstantData(node.input(i))) return "Slice bounds not constant";
+      }
+      return "";
+    default:
+      return IsQuantizable(node.kind()) ? "" : "no int8 form";
+  }
+}
+
+/// y = f(x) of a LUT node in fp32.
+float LutFunction(const ir::Node& node, float x) {
+  switch (node.kind()) {
+    case OpKind::kSigmoid:
+      return cpu::EvalLutOp(cpu::LutOp::kSigmoid, {}, x);
+    case OpKind::kTanh:
+      return cpu::EvalLutOp(cpu::LutOp::kTanh, {}, x);
+    case OpKind::kHardSwish:
+      return cpu::EvalLutOp(cpu::LutOp::kHardSwish, {}, x);
+    case OpKind::kHardSigmoid: {
+      const auto& a = node.attrs<ir::HardSigmoidAttrs>();
+      return cpu::EvalLutOp(cpu::LutOp::kHardSigmoid, {a.alpha, a.beta}, x);
+    }
+    case OpKind::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case OpKind::kClip: {
+      float lo = -std::numeric_limits<float>::infinity();
+      float hi = std::numeric_limits<float>::infinity();
+      if (node.input(1)) lo = *fuse::ScalarF32(node.input(1));
+      if (node.input(2)) hi = *fuse::ScalarF32(node.input(2));
+      return std::min(std::max(x, lo), hi);
+    }
+    default:
+      return x;
+  }
+}
+
+std::vector<int8_t> BuildTable(const ir::Node& node, const QuantParams& in,
+                               const QuantParams& out) {
+  std::vector<int8_t> table(256);
+  for (int q = -128; q <= 127; ++q) {
+    const float x = DequantizeValue(static_cast<int8_t>(q), in.scale, in.zero_point);
+    table[q + 128] = QuantizeValue(LutFunction(node, x), out.scale, out.zero_point);
+  }
+  return table;
+}
+
+/// Quantizes a Conv's [K, ...] or a Gemm's [N, K] weights (rows = output channels) with `bias`
+/// (per row, may be empty); nullopt when a bias overflows int32.
+std::optional<QuantizedWeights> QuantizeRows(const Tensor& w, const std::vector<float>& bias,
+                                             const QuantParams& in, const QuantParams& out,
+                                             bool per_channel) {
+  const int64_t rows = w.dim(0);
+  const int64_t cols = w.numel() / rows;
+  const float* src = w.data<float>();
+  QuantizedWeights q;
+  q.weights = Tensor(DType::kInt8, w.dims());
+  q.bias = Tensor(DType::kInt32, {rows});
+  q.multiplier = Tensor(DType::kFloat32, {rows});
+  float tensor_amax = 0.0f;
+  for (int64_t i = 0; i < w.numel(); ++i) tensor_amax = std::max(tensor_amax, std::fabs(src[i]));
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
+    const float s_w = WeightScale(per_channel ? amax : tensor_amax);
+    q.weight_scales.push_back(s_w);
+    int64_t sum = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const int8_t v = QuantizeWeight(src[r * cols + c], s_w);
+      q.weights.data<int8_t>()[r * cols + c] = v;
+      sum += v;
+    }
+    const double b = bias.empty() ? 0.0 : bias[r];
+    const double bias_scale = static_cast<double>(in.scale * s_w);
+    const double folded = std::nearbyint(b / bias_scale) - static_cast<double>(in.zero_point) * sum;
+    if (!(std::fabs(folded) <= static_cast<double>(std::numeric_limits<int32_t>::max()))) {
+      return std::nullopt;
+    }
+    q.bias.data<int32_t>()[r] = static_cast<int32_t>(folded);
+    q.multiplier.data<float>()[r] = RequantMultiplier(in.scale, s_w, out.scale);
+  }
+  return q;
+}
+
+/// The weights of an int8 Conv/Gemm/MatMul as rows of output channels, and the float bias.
+void WeightRows(const ir::Node& node, Tensor* w, std::vector<float>* bias) {
+  *w = *fuse::ConstantF32(node.input(1));
+  const int64_t k = node.kind() == OpKind::kConv ? w->dim(0) : 0;
+  if (node.kind() != OpKind::kConv) {
+    const bool trans_b = node.kind() == OpKind::kGemm && node.attrs<ir::GemmAttrs>().transB;
+    const float alpha = node.kind() == OpKind::kGemm ? node.attrs<ir::GemmAttrs>().alpha : 1.0f;
+    const int64_t n = trans_b ? w->dim(0) : w->dim(1);
+    const int64_t kk = trans_b ? w->dim(1) : w->dim(0);
+    Tensor rows(DType::kFloat32, {n, kk});
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < kk; ++j) {
+        const float v = trans_b ? w->data<float>()[i * kk + j] : w->data<float>()[j * n + i];
+        rows.data<float>()[i * kk + j] = alpha * v;
+      }
+    }
+    *w = rows;
+  }
+  bias->clear();
+  if (node.input(2)) {
+    Tensor b = *fuse::ConstantF32(node.input(2));
+    const float beta = node.kind() == OpKind::kGemm ? node.attrs<ir::GemmAttrs>().beta : 1.0f;
+    const int64_t rows = node.kind() == OpKind::kConv ? k : w->dim(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      bias->push_back(beta * b.data<float>()[b.numel() == 1 ? 0 : r]);
+    }
+  }
+}
+
+/// Node names closest to `name` (sharing the longest prefix), for an --exclude typo.
+std::string ClosestNames(const ir::Graph& graph, const std::string& name) {
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const auto& n : graph.nodes()) {
+    size_t common = 0;
+    while (common < name.size() && common < n->name().size() && name[common] == n->name()[common]) {
+      ++common;
+    }
+    scored.emplace_back(common, n->name());
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < std::min<size_t>(3, scored.size()); ++i) names.push_back(scored[i].second);
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
+                                              const std::map<std::string, TensorRange>& ranges,
+                                              const QuantizeOptions& options) {
+  absl::flat_hash_set<std::string> excluded(options.exclude.begin(), options.exclude.end());
+  for (const std::string& e : options.exclude) {
+    bool found = false;
+    for (const auto& n : graph.nodes()) {
+      found = found || n->name() == e || ir::OpName(n->kind()) == e;
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat("--exclude '", e,
+                                                     "' matches no node name and no op; closest "
+                                                     "node names: ",
+                                                     ClosestNames(graph, e)));
+    }
+  }
+  QuantDecision d;
+  auto params_of = [&](const ir::Value* v) -> std::optional<QuantParams> {
+    auto known = d.params.find(v);
+    if (known != d.params.end()) return known->second;
+    auto it = ranges.find(v->name());
+    if (it == ranges.end()) return std::nullopt;
+    return ParamsForRange(it->second, options.asymmetric);
+  };
+  for (const auto& owned : graph.nodes()) {
+    const ir::Node& node = *owned;
+    if (node.kind() == OpKind::kObserve || !IsQuantizable(node.kind())) continue;
+    const std::string where =
+        absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), ") stays in float: ");
+    if (excluded.contains(node.name()) || excluded.contains(std::string(ir::OpName(node.kind())))) {
+      d.notes.push_back(where + "excluded by --exclude");
+      continue;
+    }
+    const std::string blocker = Int8Blocker(node);
+    if (!blocker.empty()) {
+      d.notes.push_back(where + blocker);
+      continue;
+    }
+    const ir::Value* x = node.input(0);
+    const ir::Value* y = node.output(0);
+    if (IsPassThrough(node.kind())) {
+      // int8 when its input already is: same scale and zero point out as in (exact for data
+      // movement and max).
+      if (x->producer() == nullptr || !d.runs_int8(x->producer())) continue;
+      d.int8[&node] = true;
+      d.params[y] = d.params.at(x);
+      continue;
+    }
+    // Every non-constant float input and the output need a range.
+    std::vector<const ir::Value*> data;
+    for (const ir::Value* v : node.inputs()) {
+      if (v != nullptr && IsFloat(v->dtype()) && fuse::ConstantData(v) == nullptr) {
+        data.push_back(v);
+      }
+    }
+    data.push_back(y);
+    bool missing = false;
+    for (const ir::Value* v : data) {
+      if (!params_of(v)) {
+        d.notes.push_back(where + absl::StrCat("no calibration range for '", v->name(), "'"));
+        missing = true;
+        break;
+      }
+    }
+    if (missing) continue;
+    const QuantParams in = *params_of(x);
+    const QuantParams out = *params_of(y);
+    if (node.kind() == OpKind::kConv || node.kind() == OpKind::kGemm ||
+        node.kind() == OpKind::kMatMul) {
+      Tensor w;
+      std::vector<float> bias;
+      WeightRows(node, &w, &bias);
+      std::optional<QuantizedWeights> q = QuantizeRows(w, bias, in, out, options.per_channel);
+      if (!q) {
+        d.notes.push_back(where + "its int32 bias would overflow");
+        continue;
+      }
+      d.weights[&node] = *std::move(q);
+    } else if (IsLut(node.kind())) {
+      d.luts[&node] = BuildTable(node, in, out);
+    }
+    d.int8[&node] = true;
+    for (const ir::Value* v : data) d.params[v] = *params_of(v);
+  }
+  return d;
+}
+
+}  // namespace qcc::passes

@@ -1,0 +1,79 @@
+// Precision assignment and quantization parameters for an int8 compile (DESIGN.md s.2).
+//
+// Input: the fused fp32 graph (passes::DefaultPipeline) and, per observed tensor, the range a
+// calibration method picked. Output: which nodes run in int8, the scale and zero point of every
+// int8 tensor, and the quantized weights, bias (zero-point correction folded in) and
+// requantization multipliers of every int8 Conv/Gemm. The lowering (backend_cpu/lower.h) turns
+// this into kernel steps, inserting Quantize/Dequantize where precision changes.
+#ifndef QCC_PASSES_QUANTIZE_H_
+#define QCC_PASSES_QUANTIZE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "support/tensor.h"
+
+namespace qcc::passes {
+
+/// The calibrated range of a tensor: [lo, hi] with lo <= 0 <= hi, lo < hi (symmetric: lo = -hi).
+struct TensorRange {
+  float lo = -1.0f;
+  float hi = 1.0f;
+};
+
+/// int8 quantization of one tensor: real = (q - zero_point) * scale.
+struct QuantParams {
+  float scale = 1.0f;
+  int32_t zero_point = 0;
+};
+
+struct QuantizeOptions {
+  bool per_channel = true;
+  bool asymmetric = false;
+  /// Node names and op names (ONNX spelling, e.g. "Add") that stay in float.
+  std::vector<std::string> exclude;
+};
+
+/// Quantized weights of an int8 Conv or Gemm/MatMul (Gemm weights as [N, K]).
+struct QuantizedWeights {
+  Tensor weights;     ///< i8, [K, C/g, R, S] or [N, K]
+  Tensor bias;        ///< i32 [K]: round(b / (s_in * s_w[k])) - zp_in * sum(w[k])
+  Tensor multiplier;  ///< f32 [K]: RequantMultiplier(s_in, s_w[k], s_out) (times Gemm's alpha)
+  std::vector<float> weight_scales;
+};
+
+/// What AssignPrecision decided.
+struct QuantDecision {
+  /// Nodes that run in int8.
+  absl::flat_hash_map<const ir::Node*, bool> int8;
+  /// Parameters of every tensor that exists in int8 (inputs and outputs of int8 nodes).
+  absl::flat_hash_map<const ir::Value*, QuantParams> params;
+  /// For int8 Conv, Gemm and MatMul nodes.
+  absl::flat_hash_map<const ir::Node*, QuantizedWeights> weights;
+  /// For int8 LUT nodes (Sigmoid, HardSigmoid, HardSwish, Tanh, standalone Relu/Clip/LeakyRelu):
+  /// the 256-entry table, indexed by q + 128.
+  absl::flat_hash_map<const ir::Node*, std::vector<int8_t>> luts;
+  /// One line per node kept in float that could have been int8, saying why (for the user).
+  std::vector<std::string> notes;
+  bool runs_int8(const ir::Node* n) const { return int8.contains(n); }
+};
+
+/// The int8 parameters of a range: symmetric scale = max(|lo|, |hi|) / 127, zero point 0; or
+/// asymmetric scale = (hi - lo) / 255 and the zero point that maps lo to -128 (clamped). The
+/// scale is always finite and > 0.
+QuantParams ParamsForRange(const TensorRange& range, bool asymmetric);
+
+/// Decides precision and computes the parameters. InvalidArgument when an `exclude` entry
+/// matches no node name and no op name (the message lists the closest node names).
+absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
+                                              const std::map<std::string, TensorRange>& ranges,
+                                              const QuantizeOptions& options);
+
+}  // namespace qcc::passes
+
+#endif  // QCC_PASSES_QUANTIZE_H_

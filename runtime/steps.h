@@ -1,0 +1,414 @@
+// The kernel kinds of a plan's steps (runtime/steps.def) and their parameters.
+//
+// A step's parameters are a small struct whose fields are listed once, in Visit; EncodeParams
+// writes them as PlanStep::ints/floats and DecodeParams reads them back, checking that the
+// counts match. The lowering (compiler side) encodes, the runtime decodes: both include only
+// this header, so the two never disagree on a layout.
+//
+// Operands (PlanStep::inputs, in order; W/bias/multiplier/table are kWeight buffers):
+//   Quantize            X f32 -> Y i8            Dequantize   X i8 -> Y f32
+//   Requantize          X i8 -> Y i8
+//   QConv               X i8 [N,C,H,W], W i8 [K,C/g,R,S], bias i32 [K], multiplier f32 [K]
+//   QGemm               A i8 [M,K] (leading dims flattened), W i8 [N,K], bias i32 [N],
+//                       multiplier f32 [N] -> Y i8 [M,N]
+//   QAdd                A i8, B i8 (same shape) -> Y i8
+//   QMaxPool, QAveragePool, QGlobalAveragePool   X i8 NCHW -> Y i8
+//   QLut                X i8, table i8 [256] -> Y i8
+//   QConcat             X0..Xn i8 -> Y i8
+//   Reshape, Transpose, Slice, Pad   X (any dtype) -> Y (same dtype); output dims are the
+//                       output buffer's (its batch taken from the input's)
+//   Conv                X f32, W f32 [K,C/g,R,S], bias f32 [K] (or -1) -> Y f32
+//   Gemm                A f32, B f32, C f32 (or -1) -> Y f32 (ONNX Gemm)
+//   Softmax             X f32 -> Y f32 along `axis`
+//   Unary               X f32 -> Y f32          Binary   A f32, B f32 (numpy broadcast) -> Y f32
+//   MaxPool, AveragePool, GlobalAveragePool    X f32 NCHW -> Y f32
+//   Concat              X0..Xn f32 -> Y f32 along `axis`
+#ifndef QCC_RUNTIME_STEPS_H_
+#define QCC_RUNTIME_STEPS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "runtime/plan.h"
+
+namespace qcc::runtime {
+
+enum class StepKind : uint32_t {
+#define STEP(kind, params) k##kind,
+#include "runtime/steps.def"
+#undef STEP
+  kNumStepKinds
+};
+
+/// "QConv", ...; "unknown" for a number past the table.
+absl::string_view StepKindName(uint32_t kind);
+
+/// A fused activation after a float step: y = min(max(v < 0 ? slope * v : v, lo), hi).
+struct StepActivation {
+  float lo = -3.402823466e+38f;
+  float hi = 3.402823466e+38f;
+  float negative_slope = 1.0f;
+  template <typename V>
+  void Visit(V& v) {
+    v.Float(lo);
+    v.Float(hi);
+    v.Float(negative_slope);
+  }
+};
+
+struct NoStepParams {
+  template <typename V>
+  void Visit(V&) {}
+};
+
+/// Quantize / Dequantize: y = QuantizeValue(x, scale, zp) / DequantizeValue(x, scale, zp).
+struct QuantizeParams {
+  float scale = 1.0f;
+  int64_t zero_point = 0;
+  template <typename V>
+  void Visit(V& v) {
+    v.Float(scale);
+    v.Int(zero_point);
+  }
+};
+
+/// y = RescaleValue(x, zp_in, multiplier, zp_out, lo, hi).
+struct RequantizeParams {
+  float multiplier = 1.0f;
+  int64_t zp_in = 0, zp_out = 0, lo = -128, hi = 127;
+  template <typename V>
+  void Visit(V& v) {
+    v.Float(multiplier);
+    v.Int(zp_in);
+    v.Int(zp_out);
+    v.Int(lo);
+    v.Int(hi);
+  }
+};
+
+/// 2-D convolution geometry (shared by QConv and Conv).
+struct ConvGeometry {
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t group = 1;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(stride_h);
+    v.Int(stride_w);
+    v.Int(pad_top);
+    v.Int(pad_left);
+    v.Int(pad_bottom);
+    v.Int(pad_right);
+    v.Int(dilation_h);
+    v.Int(dilation_w);
+    v.Int(group);
+  }
+};
+
+/// QConv: backend_cpu/kernels/qconv.h's contract; pad_value is the input zero point.
+struct QConvStepParams {
+  ConvGeometry geometry;
+  int64_t pad_value = 0, zp_out = 0, lo = -128, hi = 127;
+  template <typename V>
+  void Visit(V& v) {
+    geometry.Visit(v);
+    v.Int(pad_value);
+    v.Int(zp_out);
+    v.Int(lo);
+    v.Int(hi);
+  }
+};
+
+/// QGemm: backend_cpu/kernels/qgemm.h's contract.
+struct QGemmStepParams {
+  int64_t zp_out = 0, lo = -128, hi = 127;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(zp_out);
+    v.Int(lo);
+    v.Int(hi);
+  }
+};
+
+/// QAdd: y = AddValue(a, zp_a, mult_a, b, zp_b, mult_b, zp_out, lo, hi).
+struct QAddStepParams {
+  float mult_a = 1.0f, mult_b = 1.0f;
+  int64_t zp_a = 0, zp_b = 0, zp_out = 0, lo = -128, hi = 127;
+  template <typename V>
+  void Visit(V& v) {
+    v.Float(mult_a);
+    v.Float(mult_b);
+    v.Int(zp_a);
+    v.Int(zp_b);
+    v.Int(zp_out);
+    v.Int(lo);
+    v.Int(hi);
+  }
+};
+
+/// 2-D pooling window (MaxPool, AveragePool; ONNX semantics).
+struct PoolStepParams {
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1, ceil_mode = 0;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(kernel_h);
+    v.Int(kernel_w);
+    v.Int(stride_h);
+    v.Int(stride_w);
+    v.Int(pad_top);
+    v.Int(pad_left);
+    v.Int(pad_bottom);
+    v.Int(pad_right);
+    v.Int(dilation_h);
+    v.Int(dilation_w);
+    v.Int(ceil_mode);
+  }
+};
+
+/// Float AveragePool.
+struct AveragePoolStepParams {
+  PoolStepParams pool;
+  int64_t count_include_pad = 0;
+  template <typename V>
+  void Visit(V& v) {
+    pool.Visit(v);
+    v.Int(count_include_pad);
+  }
+};
+
+/// QAveragePool / QGlobalAveragePool (the window is ignored by the global one):
+/// y = AverageValue(sum(x - zp_in), count, multiplier, zp_out, lo, hi).
+struct QAveragePoolStepParams {
+  PoolStepParams pool;
+  int64_t count_include_pad = 0;
+  float multiplier = 1.0f;
+  int64_t zp_in = 0, zp_out = 0, lo = -128, hi = 127;
+  template <typename V>
+  void Visit(V& v) {
+    pool.Visit(v);
+    v.Int(count_include_pad);
+    v.Float(multiplier);
+    v.Int(zp_in);
+    v.Int(zp_out);
+    v.Int(lo);
+    v.Int(hi);
+  }
+};
+
+/// QConcat along `axis`: input i is rescaled by RescaleValue(x, zp_in[i], multipliers[i],
+/// zp_out, -128, 127) (a copy when multiplier 1 and equal zero points).
+struct QConcatStepParams {
+  int64_t axis = 1;
+  std::vector<float> multipliers;
+  std::vector<int64_t> zp_in;
+  int64_t zp_out = 0;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(axis);
+    v.Floats(multipliers);
+    v.Ints(zp_in);
+    v.Int(zp_out);
+  }
+};
+
+struct TransposeStepParams {
+  std::vector<int64_t> perm;
+  template <typename V>
+  void Visit(V& v) {
+    v.Ints(perm);
+  }
+};
+
+/// Slice with every axis given (normalised, clamped starts; steps may be negative).
+struct SliceStepParams {
+  std::vector<int64_t> starts, steps;
+  template <typename V>
+  void Visit(V& v) {
+    v.Ints(starts);
+    v.Ints(steps);
+  }
+};
+
+/// Constant Pad: pads = [begin_0.., end_0..] (ONNX order, non-negative); the fill is `value`
+/// for f32 and `int_value` (the zero point) for i8.
+struct PadStepParams {
+  std::vector<int64_t> pads;
+  float value = 0.0f;
+  int64_t int_value = 0;
+  template <typename V>
+  void Visit(V& v) {
+    v.Ints(pads);
+    v.Float(value);
+    v.Int(int_value);
+  }
+};
+
+struct ConvStepParams {
+  ConvGeometry geometry;
+  StepActivation activation;
+  template <typename V>
+  void Visit(V& v) {
+    geometry.Visit(v);
+    activation.Visit(v);
+  }
+};
+
+struct GemmStepParams {
+  float alpha = 1.0f, beta = 1.0f;
+  int64_t trans_a = 0, trans_b = 0;
+  StepActivation activation;
+  template <typename V>
+  void Visit(V& v) {
+    v.Float(alpha);
+    v.Float(beta);
+    v.Int(trans_a);
+    v.Int(trans_b);
+    activation.Visit(v);
+  }
+};
+
+struct AxisStepParams {
+  int64_t axis = -1;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(axis);
+  }
+};
+
+/// Float elementwise functions of one input.
+enum class UnaryOp : int64_t {
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kHardSigmoid,
+  kHardSwish,
+  kClip,
+  kLeakyRelu
+};
+
+/// Unary: HardSigmoid uses alpha, beta; Clip uses [alpha, beta] as [min, max]; LeakyRelu alpha.
+struct UnaryStepParams {
+  int64_t op = 0;  // UnaryOp
+  float alpha = 0.0f, beta = 0.0f;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(op);
+    v.Float(alpha);
+    v.Float(beta);
+  }
+};
+
+enum class BinaryOp : int64_t { kAdd, kSub, kMul, kDiv };
+
+/// Binary with numpy broadcasting, then the activation (residual Add + Relu).
+struct BinaryStepParams {
+  int64_t op = 0;  // BinaryOp
+  StepActivation activation;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(op);
+    activation.Visit(v);
+  }
+};
+
+namespace internal {
+
+class ParamWriter {
+ public:
+  explicit ParamWriter(PlanStep* step) : step_(step) {}
+  void Int(int64_t x) { step_->ints.push_back(x); }
+  void Float(float x) { step_->floats.push_back(x); }
+  void Ints(const std::vector<int64_t>& xs) {
+    Int(static_cast<int64_t>(xs.size()));
+    step_->ints.insert(step_->ints.end(), xs.begin(), xs.end());
+  }
+  void Floats(const std::vector<float>& xs) {
+    Int(static_cast<int64_t>(xs.size()));
+    step_->floats.insert(step_->floats.end(), xs.begin(), xs.end());
+  }
+
+ private:
+  PlanStep* step_;
+};
+
+class ParamReader {
+ public:
+  explicit ParamReader(const PlanStep& step) : step_(step) {}
+  void Int(int64_t& x) {
+    if (ints_ < step_.ints.size()) {
+      x = step_.ints[ints_];
+    } else {
+      ok_ = false;
+    }
+    ++ints_;
+  }
+  void Float(float& x) {
+    if (floats_ < step_.floats.size()) {
+      x = step_.floats[floats_];
+    } else {
+      ok_ = false;
+    }
+    ++floats_;
+  }
+  void Ints(std::vector<int64_t>& xs) {
+    int64_t n = 0;
+    Int(n);
+    if (!ok_ || n < 0 || static_cast<uint64_t>(n) > step_.ints.size() - ints_) {
+      ok_ = false;
+      return;
+    }
+    xs.assign(step_.ints.begin() + ints_, step_.ints.begin() + ints_ + n);
+    ints_ += n;
+  }
+  void Floats(std::vector<float>& xs) {
+    int64_t n = 0;
+    Int(n);
+    if (!ok_ || n < 0 || static_cast<uint64_t>(n) > step_.floats.size() - floats_) {
+      ok_ = false;
+      return;
+    }
+    xs.assign(step_.floats.begin() + floats_, step_.floats.begin() + floats_ + n);
+    floats_ += n;
+  }
+  /// True when every value was present and every value was consumed.
+  bool complete() const {
+    return ok_ && ints_ == step_.ints.size() && floats_ == step_.floats.size();
+  }
+
+ private:
+  const PlanStep& step_;
+  size_t ints_ = 0, floats_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace internal
+
+/// Appends `params` to step->ints / step->floats.
+template <typename P>
+void EncodeParams(P params, PlanStep* step) {
+  internal::ParamWriter writer(step);
+  params.Visit(writer);
+}
+
+/// Reads a step's parameters; InvalidArgument naming the step when the counts do not match.
+template <typename P>
+absl::StatusOr<P> DecodeParams(const PlanStep& step) {
+  P params;
+  internal::ParamReader reader(step);
+  params.Visit(reader);
+  if (!reader.complete()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step '", step.name, "' (", StepKindName(step.kind), "): malformed parameters"));
+  }
+  return params;
+}
+
+}  // namespace qcc::runtime
+
+#endif  // QCC_RUNTIME_STEPS_H_

@@ -1,0 +1,138 @@
+// Precision assignment and weight quantization (passes/quantize.h), on small graphs whose
+// quantized values are computed by hand from the numerics contract (DESIGN.md s.2).
+#include "passes/quantize.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "support/quantize.h"
+#include "tests/passes/fuse_test_util.h"
+
+namespace qcc::testing {
+namespace {
+
+using ir::OpKind;
+using passes::TensorRange;
+
+// x [1,1,2,2] -> Conv(w [2,1,1,1], b [2]) -> c -> Flatten -> f -> Softmax -> s
+std::unique_ptr<ir::Graph> ConvGraph(float w0, float w1, float b0) {
+  return BuildGraph([=](ir::Graph& g) {
+    ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 1, 2, 2}));
+    ir::Value* w =
+        g.NewConstant("w", Tensor::FromVector<float>(DType::kFloat32, {2, 1, 1, 1}, {w0, w1}));
+    ir::Value* b = g.NewConstant("b", Tensor::FromVector<float>(DType::kFloat32, {2}, {b0, 0}));
+    ir::Node* conv = g.AddNode(OpKind::kConv, "conv", {x, w, b}, {"c"});
+    ir::Node* flat = g.AddNode(OpKind::kFlatten, "flatten", {conv->output(0)}, {"f"});
+    ir::Node* soft = g.AddNode(OpKind::kSoftmax, "softmax", {flat->output(0)}, {"s"});
+    g.AddOutput(soft->output(0));
+  });
+}
+
+const ir::Node* NodeNamed(const ir::Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes()) {
+    if (n->name() == name) return n.get();
+  }
+  return nullptr;
+}
+
+TEST(PassesQuantizeTest, ParamsForRange) {
+  passes::QuantParams s = passes::ParamsForRange({-2.54f, 1.0f}, /*asymmetric=*/false);
+  EXPECT_FLOAT_EQ(s.scale, 2.54f / 127.0f);
+  EXPECT_EQ(s.zero_point, 0);
+  passes::QuantParams a = passes::ParamsForRange({0.0f, 2.55f}, /*asymmetric=*/true);
+  EXPECT_FLOAT_EQ(a.scale, 0.01f);
+  EXPECT_EQ(a.zero_point, -128);  // real 0 is the lowest level
+  passes::QuantParams b = passes::ParamsForRange({-1.0f, 1.55f}, /*asymmetric=*/true);
+  EXPECT_FLOAT_EQ(b.scale, 0.01f);
+  EXPECT_EQ(b.zero_point, -28);  // -128 + 100
+  // Degenerate ranges still give a finite, positive scale.
+  EXPECT_GT(passes::ParamsForRange({0.0f, 0.0f}, false).scale, 0.0f);
+  EXPECT_GT(passes::ParamsForRange({0.0f, 0.0f}, true).scale, 0.0f);
+}
+
+TEST(PassesQuantizeTest, ConvWeightsBiasAndMultipliersPerChannel) {
+  auto g = ConvGraph(0.5f, -0.25f, 0.1f);
+  const std::map<std::string, TensorRange> ranges = {{"x", {-1, 1}}, {"c", {-2, 2}}};
+  auto d = passes::AssignPrecision(*g, ranges, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const ir::Node* conv = NodeNamed(*g, "conv");
+  ASSERT_TRUE(d->runs_int8(conv));
+  const passes::QuantizedWeights& q = d->weights.at(conv);
+  EXPECT_EQ(q.weights.data<int8_t>()[0], 127);
+  EXPECT_EQ(q.weights.data<int8_t>()[1], -127);
+  const float s_in = 1.0f / 127.0f, s_out = 2.0f / 127.0f;
+  const float s_w0 = 0.5f / 127.0f, s_w1 = 0.25f / 127.0f;
+  EXPECT_FLOAT_EQ(q.weight_scales[0], s_w0);
+  EXPECT_FLOAT_EQ(q.weight_scales[1], s_w1);
+  // round(0.1 / (s_in * s_w0)) = round(0.1 * 127 * 127 / 0.5) = round(3225.8) = 3226.
+  EXPECT_EQ(q.bias.data<int32_t>()[0], 3226);
+  EXPECT_EQ(q.bias.data<int32_t>()[1], 0);
+  EXPECT_EQ(q.multiplier.data<float>()[0], RequantMultiplier(s_in, s_w0, s_out));
+  EXPECT_EQ(q.multiplier.data<float>()[1], RequantMultiplier(s_in, s_w1, s_out));
+  // Flatten follows an int8 Conv: int8, with the Conv output's parameters; Softmax stays float.
+  const ir::Node* flat = NodeNamed(*g, "flatten");
+  EXPECT_TRUE(d->runs_int8(flat));
+  EXPECT_EQ(d->params.at(flat->output(0)).scale, d->params.at(conv->output(0)).scale);
+  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "softmax")));
+}
+
+TEST(PassesQuantizeTest, PerTensorWeightsShareOneScale) {
+  auto g = ConvGraph(0.5f, -0.25f, 0.0f);
+  passes::QuantizeOptions o;
+  o.per_channel = false;
+  auto d = passes::AssignPrecision(*g, {{"x", {-1, 1}}, {"c", {-2, 2}}}, o);
+  ASSERT_TRUE(d.ok());
+  const passes::QuantizedWeights& q = d->weights.at(NodeNamed(*g, "conv"));
+  EXPECT_EQ(q.weight_scales[0], q.weight_scales[1]);
+  EXPECT_EQ(q.weights.data<int8_t>()[0], 127);
+  EXPECT_EQ(q.weights.data<int8_t>()[1], -64);  // -0.25 / (0.5/127) = -63.5 -> -64 (to even)
+}
+
+TEST(PassesQuantizeTest, AsymmetricInputZeroPointIsFoldedIntoTheBias) {
+  auto g = ConvGraph(0.5f, -0.25f, 0.0f);
+  passes::QuantizeOptions o;
+  o.asymmetric = true;
+  auto d = passes::AssignPrecision(*g, {{"x", {0.0f, 2.55f}}, {"c", {-2, 2}}}, o);
+  ASSERT_TRUE(d.ok());
+  const passes::QuantizedWeights& q = d->weights.at(NodeNamed(*g, "conv"));
+  // zp_in = -128: bias = 0 - (-128) * w_q.
+  EXPECT_EQ(q.bias.data<int32_t>()[0], 128 * 127);
+  EXPECT_EQ(q.bias.data<int32_t>()[1], -128 * 127);
+}
+
+TEST(PassesQuantizeTest, OverflowingBiasKeepsTheConvInFloat) {
+  // A bias of 1e6 at scales 1/127 * (1e-3/127) needs ~1.6e13 levels.
+  auto g = ConvGraph(1e-3f, 1e-3f, 1e6f);
+  auto d = passes::AssignPrecision(*g, {{"x", {-1, 1}}, {"c", {-2, 2}}}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "conv")));
+  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "flatten")));  // its input is float now
+  ASSERT_EQ(d->notes.size(), 1u);  // Flatten simply follows its input; Softmax has no int8 form
+  EXPECT_NE(d->notes[0].find("int32 bias would overflow"), std::string::npos) << d->notes[0];
+}
+
+TEST(PassesQuantizeTest, MissingRangesAndExcludesKeepNodesInFloat) {
+  auto g = ConvGraph(0.5f, -0.25f, 0.0f);
+  auto d = passes::AssignPrecision(*g, {{"x", {-1, 1}}}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "conv")));
+  EXPECT_NE(d->notes[0].find("no calibration range for 'c'"), std::string::npos) << d->notes[0];
+
+  passes::QuantizeOptions by_op;
+  by_op.exclude = {"Conv"};
+  d = passes::AssignPrecision(*g, {{"x", {-1, 1}}, {"c", {-2, 2}}}, by_op);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "conv")));
+  EXPECT_NE(d->notes[0].find("excluded"), std::string::npos);
+
+  passes::QuantizeOptions typo;
+  typo.exclude = {"conf"};
+  d = passes::AssignPrecision(*g, {}, typo);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("'conf' matches no node"), std::string::npos);
+  EXPECT_NE(d.status().message().find("conv"), std::string::npos) << d.status();
+}
+
+}  // namespace
+}  // namespace qcc::testing

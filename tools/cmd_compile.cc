@@ -1,0 +1,158 @@
+// `qcc compile MODEL --int8 [--per-channel|--per-tensor] [--asymmetric] [--calib TABLE]
+// [--calib-method M] [--exclude NAME,...] [--target cpu] [--batch MIN:MAX] [-o MODEL.plan]`.
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "backend_cpu/lowering.h"
+#include "calib/calib_table.h"
+#include "calib/scale_solvers.h"
+#include "ir/fingerprint.h"
+#include "passes/passes.h"
+#include "passes/quantize.h"
+#include "runtime/plan_format.h"
+#include "support/status.h"
+#include "tools/commands.h"
+#include "tools/tool_io.h"
+
+namespace qcc::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string BesideModel(const std::string& model, absl::string_view suffix) {
+  fs::path p(model);
+  if (absl::AsciiStrToLower(p.extension().string()) == ".onnx") p.replace_extension();
+  return absl::StrCat(p.string(), suffix);
+}
+
+/// The batch range: "N" or "MIN:MAX"; the model's fixed batch when it has one.
+absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_t* lo,
+                         int64_t* hi) {
+  std::optional<int64_t> fixed;
+  for (const ir::Value* in : graph.inputs()) {
+    if (in->type().has_rank() && !in->type().dims->empty() &&
+        ir::IsKnown(in->type().dims->front())) {
+      fixed = in->type().dims->front();
+    }
+  }
+  if (text.empty()) {
+    *lo = fixed ? *fixed : 1;
+    *hi = fixed ? *fixed : 32;
+    return absl::OkStatus();
+  }
+  std::vector<std::string> parts = absl::StrSplit(text, ':');
+  bool ok = parts.size() <= 2 && absl::SimpleAtoi(parts[0], lo) &&
+            absl::SimpleAtoi(parts.back(), hi) && *lo >= 1 && *hi >= *lo;
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch '", text, "' is not N or MIN:MAX with 1 <= MIN <= MAX"));
+  }
+  if (fixed && (*lo != *fixed || *hi != *fixed)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch ", text, ": the model's batch is fixed at ", *fixed));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CompileCommand(const CompileOptions& options) {
+  if (options.int8 == options.fp16) {
+    return absl::InvalidArgumentError("pass exactly one of --int8 and --fp16");
+  }
+  if (options.fp16) {
+    return absl::UnimplementedError(
+        "--fp16 plans are not built yet (they come with the CUDA backend's fp16 kernels); use "
+        "--int8");
+  }
+  if (options.target != "cpu") {
+    return absl::UnimplementedError(
+        absl::StrCat("--target ", options.target,
+                     ": only cpu plans can be compiled so far (cuda comes with the "
+                     "CUDA backend)"));
+  }
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
+  const std::string fingerprint = ir::Fingerprint(*graph);
+  const std::string table_path =
+      options.calib.empty() ? BesideModel(options.model, ".calib.json") : options.calib;
+  if (!PathExists(table_path)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--int8 needs a calibration table and '", table_path,
+                     "' does not exist: run 'qcc "
+                     "calibrate ",
+                     options.model, " DATA' first, or pass --calib TABLE.json"));
+  }
+  QCC_ASSIGN_OR_RETURN(calib::CalibTable table, calib::ReadCalibTable(table_path));
+  QCC_RETURN_IF_ERROR(calib::CheckFingerprint(table, *graph));
+  QCC_ASSIGN_OR_RETURN(
+      calib::CalibMethodSpec method,
+      calib::ParseCalibMethod(options.calib_method.empty() ? table.settings.method
+                                                           : options.calib_method));
+  int64_t batch_min = 1, batch_max = 1;
+  QCC_RETURN_IF_ERROR(ChooseBatch(options.batch, *graph, &batch_min, &batch_max));
+
+  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
+  std::map<std::string, passes::TensorRange> ranges;
+  for (const auto& [name, stats] : table.tensors) {
+    if (options.asymmetric) {
+      const calib::AsymmetricRange r = calib::SolveAsymmetric(stats, method);
+      ranges[name] = {r.lo, r.hi};
+    } else {
+      const calib::SymmetricRange r = calib::SolveSymmetric(stats, method);
+      ranges[name] = {-r.amax, r.amax};
+    }
+  }
+  passes::QuantizeOptions qopts;
+  qopts.per_channel = !options.per_tensor;
+  qopts.asymmetric = options.asymmetric;
+  qopts.exclude = options.exclude;
+  QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
+                       passes::AssignPrecision(*graph, ranges, qopts));
+  cpu::LowerOptions lower;
+  lower.batch_min = batch_min;
+  lower.batch_max = batch_max;
+  QCC_ASSIGN_OR_RETURN(runtime::Plan plan, cpu::LowerToCpuPlan(*graph, decision, lower));
+  plan.metadata["fingerprint"] = fingerprint;
+  plan.metadata["qcc_version"] = QCC_VERSION;
+  plan.metadata["precision"] = "int8";
+  plan.metadata["weights"] = options.per_tensor ? "per-tensor" : "per-channel";
+  plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
+  plan.metadata["calib_method"] = calib::CalibMethodName(method);
+  plan.metadata["source"] = fs::path(options.model).filename().string();
+
+  const std::string output =
+      options.output.empty() ? BesideModel(options.model, ".plan") : options.output;
+  QCC_RETURN_IF_ERROR(runtime::WritePlan(plan, output));
+
+  int int8_nodes = 0, nodes = 0;
+  for (const auto& n : graph->nodes()) {
+    if (n->kind() == ir::OpKind::kConstant) continue;
+    ++nodes;
+    int8_nodes += decision.runs_int8(n.get()) ? 1 : 0;
+  }
+  std::map<std::string, uint64_t> weight_bytes;
+  for (const runtime::PlanWeight& w : plan.weights)
+    weight_bytes[std::string(DTypeName(w.dtype))] += w.nbytes;
+  std::string bytes;
+  for (const auto& [dtype, n] : weight_bytes) absl::StrAppend(&bytes, " ", dtype, " ", n, " B");
+  std::printf("compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps\n",
+              options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
+              plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
+              plan.steps.size());
+  std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
+              static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),
+              plan.metadata["arena_no_reuse_bytes"].c_str());
+  for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
+  std::printf("plan -> %s\n", output.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace qcc::tools
