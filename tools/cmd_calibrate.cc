@@ -25,6 +25,7 @@
 #include "ir/printer.h"
 #include "support/status.h"
 #include "tools/commands.h"
+#include "tools/preprocess_options.h"
 #include "tools/progress.h"
 #include "tools/tool_io.h"
 
@@ -51,44 +52,6 @@ std::string DefaultTablePath(const std::string& model) {
   fs::path p(model);
   if (absl::AsciiStrToLower(p.extension().string()) == ".onnx") p.replace_extension();
   return p.string() + ".calib.json";
-}
-
-bool HasImageFile(const std::string& folder) {
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string ext = absl::AsciiStrToLower(it->path().extension().string());
-    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png") return true;
-  }
-  return false;
-}
-
-/// The preprocessing for image files: the JSON file and flags when given, else inferred from
-/// the first input's type (printed, so the user sees what was assumed).
-absl::StatusOr<calib::PreprocessSpec> ChoosePreprocessing(const CalibrateOptions& options,
-                                                          const ir::Graph& graph) {
-  calib::PreprocessSpec spec;
-  if (!options.preprocess_file.empty()) {
-    QCC_ASSIGN_OR_RETURN(spec, calib::PreprocessSpecFromJsonFile(options.preprocess_file));
-  }
-  for (const auto& [key, value] : options.preprocess_flags) {
-    QCC_RETURN_IF_ERROR(calib::ApplyPreprocessFlag(key, value, &spec));
-  }
-  if (!options.preprocess_file.empty() || !options.preprocess_flags.empty()) {
-    QCC_RETURN_IF_ERROR(spec.Validate());
-    std::printf("preprocessing: %s\n", spec.Describe().c_str());
-    return spec;
-  }
-  const ir::Value& input = *graph.inputs().front();
-  absl::StatusOr<calib::PreprocessSpec> inferred = calib::InferPreprocessSpec(input.type());
-  if (inferred.ok()) {
-    std::printf("preprocessing (inferred from input '%s' %s; pass flags to change it): %s\n",
-                input.name().c_str(), ir::TypeToString(graph, input.type()).c_str(),
-                inferred->Describe().c_str());
-    return *inferred;
-  }
-  // Tensor files need no preprocessing; images do.
-  if (HasImageFile(options.data)) return inferred.status();
-  return spec;
 }
 
 absl::Status MergeTables(const CalibrateOptions& options) {
@@ -185,7 +148,8 @@ absl::Status CalibrateCommand(const CalibrateOptions& options) {
 
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
   const std::string fingerprint = ir::Fingerprint(*graph);
-  QCC_ASSIGN_OR_RETURN(calib::PreprocessSpec spec, ChoosePreprocessing(options, *graph));
+  QCC_ASSIGN_OR_RETURN(calib::PreprocessSpec spec,
+                       ChoosePreprocessing(options.preprocess, options.data, *graph));
   QCC_RETURN_IF_ERROR(calib::InstrumentForCalibration(*graph).status());
 
   calib::DatasetOptions data_options;

@@ -27,14 +27,18 @@ struct RunOptions {
 /// with the reference outputs of --test-data when present and writes output_K.pb files.
 absl::Status RunCommand(const RunOptions& options);
 
+/// Preprocessing of image data: a JSON file first, then the flags in the order given, as
+/// (key, value) with the key as calib::ApplyPreprocessFlag takes it ("resize", ...).
+struct PreprocessOptions {
+  std::string file;
+  std::vector<std::pair<std::string, std::string>> flags;
+};
+
 struct CalibrateOptions {
   std::string model;
   std::string data;
   std::string output;  // default: MODEL with .onnx replaced by .calib.json
-  /// Preprocessing: a JSON file first, then the flags in the order given, as (key, value) with
-  /// the key as ApplyPreprocessFlag takes it ("resize", "channel-order", ...).
-  std::string preprocess_file;
-  std::vector<std::pair<std::string, std::string>> preprocess_flags;
+  PreprocessOptions preprocess;
   int64_t batch = 16;
   int64_t max_samples = 0;
   std::string shard = "0/1";  // "i/N"

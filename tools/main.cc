@@ -61,6 +61,53 @@ CLI::Validator NameEqualsValue(const std::string& example) {
       "");
 }
 
+// The image preprocessing options of a command that reads a data folder: --preprocess FILE and
+// one flag per field, each handed to calib::ApplyPreprocessFlag under its own name.
+class PreprocessFlags {
+ public:
+  explicit PreprocessFlags(CLI::App* cmd) : cmd_(cmd) {
+    cmd->add_option("--preprocess", options_.file,
+                    "Preprocessing as a JSON file (keys as the flags below); flags override it")
+        ->type_name("FILE.json");
+    for (Flag& flag : flags_) {
+      cmd->add_option(absl::StrCat("--", flag.key), flag.value, flag.help)->type_name(flag.type);
+    }
+    cmd->add_flag("--grayscale", grayscale_, "Decode images to one grey channel");
+  }
+
+  /// The file and the flags given, after parsing.
+  PreprocessOptions Collect() {
+    for (const Flag& flag : flags_) {
+      if (cmd_->count(absl::StrCat("--", flag.key)) > 0) {
+        options_.flags.emplace_back(flag.key, flag.value);
+      }
+    }
+    if (grayscale_) options_.flags.emplace_back("grayscale", "true");
+    return options_;
+  }
+
+ private:
+  struct Flag {
+    const char* key;
+    const char* type;
+    const char* help;
+    std::string value;
+  };
+  CLI::App* cmd_;
+  PreprocessOptions options_;
+  bool grayscale_ = false;
+  Flag flags_[8] = {
+      {"resize", "N|HxW", "Resize the short side to N (aspect kept), or to exactly HxW", {}},
+      {"crop", "N|HxW", "Centre crop to NxN or HxW", {}},
+      {"size-multiple", "N", "Round H and W to a multiple of N after the crop", {}},
+      {"scale", "F", "Multiply the 0..255 pixel values by F (e.g. 0.00392156862745098)", {}},
+      {"mean", "a,b,c", "Subtract per channel, after --scale, in the model's channel order", {}},
+      {"std", "a,b,c", "Divide per channel, after --mean", {}},
+      {"channel-order", "rgb|bgr", "Colour channel order of the model input", {}},
+      {"layout", "nchw|nhwc", "Channels first or last", {}},
+  };
+};
+
 int Main(int argc, char** argv) {
   CLI::App app{"qcc: a post-training quantization compiler for ONNX models", "qcc"};
   app.set_version_flag("--version", std::function<std::string()>(VersionText),
@@ -101,33 +148,7 @@ int Main(int argc, char** argv) {
       ->add_option("-o,--output", calibrate.output,
                    "The table to write (default: MODEL with .onnx replaced by .calib.json)")
       ->type_name("TABLE.json");
-  calibrate_cmd
-      ->add_option("--preprocess", calibrate.preprocess_file,
-                   "Preprocessing as a JSON file (keys as the flags below); flags override it")
-      ->type_name("FILE.json");
-  // Preprocessing flags: each is handed to calib::ApplyPreprocessFlag under its own name.
-  struct PreprocessFlag {
-    const char* key;
-    const char* type;
-    const char* help;
-    std::string value;
-  };
-  static PreprocessFlag preprocess_flags[] = {
-      {"resize", "N|HxW", "Resize the short side to N (aspect kept), or to exactly HxW", {}},
-      {"crop", "N|HxW", "Centre crop to NxN or HxW", {}},
-      {"size-multiple", "N", "Round H and W to a multiple of N after the crop", {}},
-      {"scale", "F", "Multiply the 0..255 pixel values by F (e.g. 0.00392156862745098)", {}},
-      {"mean", "a,b,c", "Subtract per channel, after --scale, in the model's channel order", {}},
-      {"std", "a,b,c", "Divide per channel, after --mean", {}},
-      {"channel-order", "rgb|bgr", "Colour channel order of the model input", {}},
-      {"layout", "nchw|nhwc", "Channels first or last", {}},
-  };
-  for (PreprocessFlag& flag : preprocess_flags) {
-    calibrate_cmd->add_option(absl::StrCat("--", flag.key), flag.value, flag.help)
-        ->type_name(flag.type);
-  }
-  bool grayscale = false;
-  calibrate_cmd->add_flag("--grayscale", grayscale, "Decode images to one grey channel");
+  PreprocessFlags calibrate_preprocess(calibrate_cmd);
   calibrate_cmd->add_option("--batch", calibrate.batch, "Samples per inference (default 16)")
       ->check(CLI::Range(1, 1 << 16));
   calibrate_cmd
@@ -235,12 +256,7 @@ int Main(int argc, char** argv) {
   if (run_cmd->parsed()) {
     status = RunCommand(run);
   } else if (calibrate_cmd->parsed()) {
-    for (const PreprocessFlag& flag : preprocess_flags) {
-      if (calibrate_cmd->count(absl::StrCat("--", flag.key)) > 0) {
-        calibrate.preprocess_flags.emplace_back(flag.key, flag.value);
-      }
-    }
-    if (grayscale) calibrate.preprocess_flags.emplace_back("grayscale", "true");
+    calibrate.preprocess = calibrate_preprocess.Collect();
     status = CalibrateCommand(calibrate);
   } else if (compile_cmd->parsed()) {
     if (compile_cmd->count("--per-channel") > 0 && compile.per_tensor) {
