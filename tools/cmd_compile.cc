@@ -99,6 +99,20 @@ absl::Status CompileCommand(const CompileOptions& options) {
   int64_t batch_min = 1, batch_max = 1;
   QCC_RETURN_IF_ERROR(ChooseBatch(options.batch, *graph, &batch_min, &batch_max));
 
+  int64_t parameters = 0, model_weight_bytes = 0;
+  auto count = [&](const Tensor& t) {
+    parameters += t.numel();
+    model_weight_bytes += static_cast<int64_t>(t.nbytes());
+  };
+  for (const auto& v : graph->values()) {
+    if (v->constant() != nullptr && IsFloat(v->dtype())) count(*v->constant());
+  }
+  for (const auto& n : graph->nodes()) {
+    if (n->kind() == ir::OpKind::kConstant) {
+      const Tensor& t = n->attrs<ir::ConstantAttrs>().value;
+      if (IsFloat(t.dtype())) count(t);
+    }
+  }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   std::map<std::string, passes::TensorRange> ranges;
   for (const auto& [name, stats] : table.tensors) {
@@ -126,6 +140,8 @@ absl::Status CompileCommand(const CompileOptions& options) {
   plan.metadata["weights"] = options.per_tensor ? "per-tensor" : "per-channel";
   plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
   plan.metadata["calib_method"] = calib::CalibMethodName(method);
+  plan.metadata["parameters"] = absl::StrCat(parameters);
+  plan.metadata["model_weight_bytes"] = absl::StrCat(model_weight_bytes);
   plan.metadata["source"] = fs::path(options.model).filename().string();
 
   const std::string output =

@@ -64,6 +64,10 @@ absl::Status InspectCommand(const InspectOptions& opts) {
     if (opts.passes) return absl::InvalidArgumentError("--passes applies to models, not tables");
     return InspectTableCommand(opts.model);
   }
+  if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
+    if (opts.passes) return absl::InvalidArgumentError("--passes applies to models, not plans");
+    return InspectPlanCommand(opts.model);
+  }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
   std::vector<passes::PassRecord> records;
   if (opts.passes) {

@@ -78,6 +78,9 @@ struct InspectOptions {
 /// and the scale each calibration method would pick (tools/cmd_inspect_table.cc).
 absl::Status InspectTableCommand(const std::string& path);
 
+/// `qcc inspect MODEL.plan`: prints a plan's steps and memory (tools/cmd_inspect_plan.cc).
+absl::Status InspectPlanCommand(const std::string& path);
+
 /// `qcc inspect`: prints the imported IR (after the default pass pipeline with --passes, and
 /// then one line per pass) and a summary (ops, parameters, weight bytes by dtype).
 absl::Status InspectCommand(const InspectOptions& options);
