@@ -1,0 +1,159 @@
+// The AVX-512 VNNI depthwise path of the int8 convolution (C == group, any channel multiplier;
+// the MobileNet case), bit-identical to QConvReference; the algebra (x + 128 and the packed
+// -128 * sum(w) correction, all modulo 2^32) is qconv_vnni.cc's.
+//
+// Per (image, channel) plane, the padded plane is rewritten once as bytes x ^ 0x80 into a
+// per-thread buffer. 16 outputs of a row take, per kernel row, one 64-byte load of the row
+// window and, per 4 taps, one vpermb (gathering each output's 4 taps into its dword: byte
+// 4l + j = l * stride + (4q + j) * dilation) and one vpdpbusd against the 4 weights, broadcast.
+// Four output rows run together so that four accumulator chains overlap. Packed weights:
+// [K][R][ceil(S / 4)] dwords of 4 taps, zero-padded.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/qint8_vnni_internal.h"
+#include "support/tensor.h"
+
+namespace qcc::cpu::internal {
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct DepthwiseGeometry {
+  int64_t mult, oh, ow, pw, sq, plane_bytes;
+};
+
+DepthwiseGeometry DepthwiseGeometryOf(const QConvParams& p) {
+  DepthwiseGeometry g;
+  g.mult = p.k / p.group;
+  g.oh = p.out_h();
+  g.ow = p.out_w();
+  g.pw = p.w + p.pad_left + p.pad_right;
+  g.sq = CeilDiv(p.s, 4);
+  g.plane_bytes = QConvDepthwiseVnniPlaneBytes(p);
+  return g;
+}
+
+/// Planes [begin, end) of (image, input channel) of the depthwise path.
+QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
+                              const DepthwiseGeometry& g, uint8_t* buf, int64_t begin,
+                              int64_t end) {
+  const uint32_t* packed = reinterpret_cast<const uint32_t*>(w.packed.get());
+  const uint8_t pad = static_cast<uint8_t>(p.pad_value) ^ 0x80;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i zp = _mm512_set1_epi32(p.zp_out);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(p.lo - p.zp_out));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(p.hi - p.zp_out));
+  __m512i idx[16];  // sq <= 16 (DepthwiseFits): byte 4l + j = l * sw + (4q + j) * dw
+  for (int64_t q = 0; q < g.sq; ++q) {
+    alignas(64) uint8_t bytes[64];
+    for (int i = 0; i < 64; ++i) {
+      const int64_t tap = 4 * q + i % 4;
+      bytes[i] = static_cast<uint8_t>(i / 4 * p.stride_w + (tap < p.s ? tap * p.dilation_w : 0));
+    }
+    idx[q] = _mm512_load_si512(bytes);
+  }
+  const int64_t h = p.h, w_in = p.w;  // locals: the stores below may alias p as far as GCC knows
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const int8_t* x = p.input + plane * h * w_in;
+    std::memset(buf, pad, g.plane_bytes);
+    uint8_t* dst = buf + p.pad_top * g.pw + p.pad_left;
+    for (int64_t y = 0; y < h; ++y, x += w_in, dst += g.pw) {
+      for (int64_t x0 = 0; x0 < w_in; x0 += 64) {
+        const __mmask64 m = LowBits64(w_in - x0);
+        const __m512i v = _mm512_maskz_loadu_epi8(m, x + x0);
+        _mm512_mask_storeu_epi8(dst + x0, m, _mm512_xor_si512(v, flip));
+      }
+    }
+    const int64_t n = plane / p.c, ch = plane % p.c;
+    for (int64_t k = ch * g.mult; k < (ch + 1) * g.mult; ++k) {
+      const uint32_t* wk = packed + k * p.r * g.sq;
+      const __m512i init =
+          _mm512_set1_epi32(WrapAdd(p.bias != nullptr ? p.bias[k] : 0, w.correction[k]));
+      const __m512 multiplier = _mm512_set1_ps(p.multiplier[k]);
+      int8_t* out = p.output + (n * p.k + k) * g.oh * g.ow;
+      // Four output rows at a time: four independent accumulator chains (rows past the end
+      // repeat the last one and are not stored).
+      for (int64_t oy = 0; oy < g.oh; oy += 4) {
+        const int64_t row_step = p.stride_h * g.pw;
+        const uint8_t* row0 = buf + oy * row_step;
+        const uint8_t* row1 = buf + std::min(oy + 1, g.oh - 1) * row_step;
+        const uint8_t* row2 = buf + std::min(oy + 2, g.oh - 1) * row_step;
+        const uint8_t* row3 = buf + std::min(oy + 3, g.oh - 1) * row_step;
+        for (int64_t ox0 = 0; ox0 < g.ow; ox0 += 16) {
+          const int64_t dx = ox0 * p.stride_w;
+          __m512i acc0 = init, acc1 = init, acc2 = init, acc3 = init;
+          for (int64_t r = 0; r < p.r; ++r) {
+            const int64_t dy = r * p.dilation_h * g.pw + dx;
+            const __m512i win0 = _mm512_loadu_si512(row0 + dy);
+            const __m512i win1 = _mm512_loadu_si512(row1 + dy);
+            const __m512i win2 = _mm512_loadu_si512(row2 + dy);
+            const __m512i win3 = _mm512_loadu_si512(row3 + dy);
+            for (int64_t q = 0; q < g.sq; ++q) {
+              constexpr __mmask64 kAll = ~__mmask64{0};
+              const __m512i wq = _mm512_set1_epi32(static_cast<int>(wk[r * g.sq + q]));
+              const __m512i perm = idx[q];
+              acc0 = _mm512_dpbusd_epi32(acc0, _mm512_maskz_permutexvar_epi8(kAll, perm, win0), wq);
+              acc1 = _mm512_dpbusd_epi32(acc1, _mm512_maskz_permutexvar_epi8(kAll, perm, win1), wq);
+              acc2 = _mm512_dpbusd_epi32(acc2, _mm512_maskz_permutexvar_epi8(kAll, perm, win2), wq);
+              acc3 = _mm512_dpbusd_epi32(acc3, _mm512_maskz_permutexvar_epi8(kAll, perm, win3), wq);
+            }
+          }
+          const __mmask16 cols = static_cast<__mmask16>(LowBits64(g.ow - ox0));
+          int8_t* y = out + oy * g.ow + ox0;
+          _mm_mask_storeu_epi8(y, cols, RequantizeX16(acc0, multiplier, zp, lo, hi));
+          if (oy + 1 < g.oh) {
+            _mm_mask_storeu_epi8(y + g.ow, cols, RequantizeX16(acc1, multiplier, zp, lo, hi));
+          }
+          if (oy + 2 < g.oh) {
+            _mm_mask_storeu_epi8(y + 2 * g.ow, cols, RequantizeX16(acc2, multiplier, zp, lo, hi));
+          }
+          if (oy + 3 < g.oh) {
+            _mm_mask_storeu_epi8(y + 3 * g.ow, cols, RequantizeX16(acc3, multiplier, zp, lo, hi));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool QConvDepthwiseVnniFits(const QConvParams& p) {
+  return p.c == p.group && 15 * p.stride_w + (p.s - 1) * p.dilation_w <= 63;
+}
+
+int64_t QConvDepthwiseVnniPlaneBytes(const QConvParams& p) {
+  // The last window load reads up to 63 bytes past the last output's first tap.
+  const int64_t bytes = (p.h + p.pad_top + p.pad_bottom) * (p.w + p.pad_left + p.pad_right) + 64;
+  return (bytes + 63) / 64 * 64;
+}
+
+void PackQConvDepthwiseVnni(const QConvParams& p, PackedQConvWeights* w) {
+  const int64_t sq = CeilDiv(p.s, 4);
+  w->packed = Tensor::AllocateStorage(p.k * p.r * sq * 4);
+  uint8_t* dst = w->packed.get();
+  for (int64_t k = 0; k < p.k; ++k) {
+    for (int64_t r = 0; r < p.r; ++r) {
+      for (int64_t t = 0; t < sq * 4; ++t) {
+        *dst++ = t < p.s ? static_cast<uint8_t>(p.weights[(k * p.r + r) * p.s + t]) : 0;
+      }
+    }
+  }
+  w->layout = PackedQConvWeights::Layout::kVnniDepthwise;
+}
+
+QCC_VNNI void QConvDepthwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
+                                 uint8_t* workspace) {
+  const DepthwiseGeometry g = DepthwiseGeometryOf(p);
+  const int64_t cost = g.mult * g.oh * g.ow * p.r * p.s;
+  NnParallelFor(p.num_threads, p.n * p.c, cost, [&](int64_t begin, int64_t end, int thread) {
+    DepthwisePlanes(p, w, g, workspace + thread * g.plane_bytes, begin, end);
+  });
+}
+
+}  // namespace qcc::cpu::internal

@@ -1,0 +1,58 @@
+// int8 GEMM: the reference implementation (the contract in qgemm.h), weight packing and
+// dispatch to the VNNI fast path; and the CPU check shared by the int8 kernels.
+#include "backend_cpu/kernels/qgemm.h"
+
+#include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/qint8_vnni_internal.h"
+#include "support/quantize.h"
+
+namespace qcc::cpu {
+
+bool QInt8HasVnni() {
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
+  return has;
+}
+
+namespace {
+
+void ReferenceWithWeights(const QGemmParams& p, const int8_t* b) {
+  NnParallelFor(p.num_threads, p.m, p.n * p.k, [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      const int8_t* a = p.a + m * p.k;
+      for (int64_t n = 0; n < p.n; ++n) {
+        const int8_t* bn = b + n * p.k;
+        int64_t acc = p.bias != nullptr ? p.bias[n] : 0;  // exact, reduced mod 2^32 below
+        for (int64_t k = 0; k < p.k; ++k) acc += int32_t{a[k]} * bn[k];
+        p.y[m * p.n + n] = Requantize(internal::Wrap32(acc), p.multiplier[n], p.zp_out, p.lo, p.hi);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void QGemmReference(const QGemmParams& p) { ReferenceWithWeights(p, p.b); }
+
+PackedQGemmWeights PackQGemmWeights(const QGemmParams& p, QKernelPath path) {
+  PackedQGemmWeights w;
+  w.n = p.n;
+  w.k = p.k;
+  w.weights.assign(p.b, p.b + p.n * p.k);
+  if (path == QKernelPath::kFastest && QInt8HasVnni()) internal::PackQGemmVnni(p, &w);
+  return w;
+}
+
+void QGemm(const QGemmParams& p, const PackedQGemmWeights& w) {
+  if (p.m == 0 || p.n == 0) return;
+  if (w.layout == PackedQGemmWeights::Layout::kReference ||
+      !internal::VnniRequantApplies(p.multiplier, p.n, p.zp_out)) {
+    ReferenceWithWeights(p, w.weights.data());
+  } else {
+    internal::QGemmVnni(p, w);
+  }
+}
+
+}  // namespace qcc::cpu

@@ -1,0 +1,195 @@
+// int8 against fp32 convolution on the layers of resnet20-cifar10 at batch 32 (Google
+// Benchmark): our fp32 conv (ConvF32, AVX-512 where the CPU has it), the int8 reference
+// (QConvReference, the contract in scalar C++) and the int8 fast path (QConv, VNNI). Layers 6 to
+// 8 are MobileNet-style extras (depthwise 3x3, stride 1 and 2, and a pointwise 1x1).
+// Each benchmark reports GOPS (2 ops per multiply-add); the Resnet20Convs* ones run all 19
+// convolutions of the network in order, so their ratio is the conv part of the int8 speed-up.
+//
+//   build-x/bench/int8_conv_bench --benchmark_filter=Resnet20
+//   build-x/bench/int8_conv_bench --benchmark_filter='Layer.*/3/'   (one layer, all variants)
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <iterator>
+#include <random>
+#include <vector>
+
+#include "backend_cpu/kernels/conv.h"
+#include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/qconv.h"
+
+namespace qcc::cpu {
+namespace {
+
+constexpr int64_t kBatch = 32;
+
+struct Layer {
+  int64_t c, k, hw, stride, count;  // `count` layers of this shape in resnet20
+  int64_t kernel = 3, group = 1;    // square kernel, pad kernel / 2
+};
+const Layer kLayers[] = {
+    {3, 16, 32, 1, 1},         {16, 16, 32, 1, 6},        {16, 32, 32, 2, 1},
+    {32, 32, 16, 1, 5},        {32, 64, 16, 2, 1},        {64, 64, 8, 1, 5},
+    {96, 96, 28, 1, 0, 3, 96}, {96, 96, 28, 2, 0, 3, 96}, {96, 32, 28, 1, 0, 1}};
+
+int64_t Pad(const Layer& l) { return l.kernel / 2; }
+int64_t OutHw(const Layer& l) { return (l.hw + 2 * Pad(l) - l.kernel) / l.stride + 1; }
+int64_t Macs(const Layer& l) {
+  return kBatch * l.k * OutHw(l) * OutHw(l) * l.c / l.group * l.kernel * l.kernel;
+}
+
+/// fp32 operands of one layer, ready for ConvF32.
+struct F32Conv {
+  ConvF32Params p;
+  std::vector<float> x, w, bias, y, workspace;
+
+  F32Conv(const Layer& l, int threads, std::mt19937& rng) {
+    p.batch = kBatch;
+    p.in_channels = l.c;
+    p.out_channels = l.k;
+    p.groups = l.group;
+    p.in = {1, l.hw, l.hw};
+    p.out = {1, OutHw(l), OutHw(l)};
+    p.kernel = {1, l.kernel, l.kernel};
+    p.stride = {1, l.stride, l.stride};
+    p.pad = {0, Pad(l), Pad(l)};
+    p.num_threads = threads;
+    p.activation.lo = 0.0f;  // a fused ReLU, as in the network
+    std::normal_distribution<float> normal;
+    x.resize(kBatch * l.c * l.hw * l.hw);
+    w.resize(l.k * l.c / l.group * l.kernel * l.kernel);
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = normal(rng) * 0.1f;
+    bias.assign(l.k, 0.01f);
+    y.resize(kBatch * l.k * OutHw(l) * OutHw(l));
+    workspace.resize(ConvF32WorkspaceSize(p));
+  }
+  void Run() { ConvF32(p, x.data(), w.data(), bias.data(), y.data(), workspace.data()); }
+};
+
+/// int8 operands of one layer, weights packed once as the runtime does.
+struct Int8Conv {
+  QConvParams p;
+  std::vector<int8_t> x, w, y;
+  std::vector<int32_t> bias;
+  std::vector<float> multiplier;
+  std::vector<uint8_t> workspace;
+  PackedQConvWeights packed;
+
+  Int8Conv(const Layer& l, int threads, std::mt19937& rng) {
+    p.n = kBatch;
+    p.c = l.c;
+    p.h = p.w = l.hw;
+    p.k = l.k;
+    p.r = p.s = l.kernel;
+    p.group = l.group;
+    p.stride_h = p.stride_w = l.stride;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = Pad(l);
+    p.lo = 0;  // a fused ReLU
+    p.num_threads = threads;
+    std::uniform_int_distribution<int> byte(-128, 127), weight(-127, 127);
+    x.resize(kBatch * l.c * l.hw * l.hw);
+    w.resize(l.k * l.c / l.group * l.kernel * l.kernel);
+    for (int8_t& v : x) v = static_cast<int8_t>(byte(rng));
+    for (int8_t& v : w) v = static_cast<int8_t>(weight(rng));
+    bias.assign(l.k, 100);
+    multiplier.assign(l.k, 0.0005f);
+    y.resize(kBatch * l.k * OutHw(l) * OutHw(l));
+    p.input = x.data();
+    p.weights = w.data();
+    p.bias = bias.data();
+    p.multiplier = multiplier.data();
+    p.output = y.data();
+    packed = PackQConvWeights(p);
+    workspace.resize(QConvWorkspaceBytes(p, packed));
+  }
+  void Run() { QConv(p, packed, workspace.data()); }
+};
+
+void SetOps(benchmark::State& state, int64_t macs) {
+  state.counters["GOPS"] = benchmark::Counter(2.0 * static_cast<double>(macs) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: {layer index, threads}.
+void BM_LayerF32(benchmark::State& state) {
+  const Layer& l = kLayers[state.range(0)];
+  const int threads = static_cast<int>(state.range(1));
+  SetGemmThreads(threads);
+  std::mt19937 rng(1);
+  F32Conv conv(l, threads, rng);
+  for (auto _ : state) conv.Run();
+  SetOps(state, Macs(l));
+}
+
+void BM_LayerInt8Fast(benchmark::State& state) {
+  const Layer& l = kLayers[state.range(0)];
+  std::mt19937 rng(1);
+  Int8Conv conv(l, static_cast<int>(state.range(1)), rng);
+  if (conv.packed.layout == PackedQConvWeights::Layout::kReference) {
+    state.SkipWithError("no VNNI on this CPU: QConv runs the reference");
+  }
+  for (auto _ : state) conv.Run();
+  SetOps(state, Macs(l));
+}
+
+void BM_LayerInt8Reference(benchmark::State& state) {
+  const Layer& l = kLayers[state.range(0)];
+  std::mt19937 rng(1);
+  Int8Conv conv(l, static_cast<int>(state.range(1)), rng);
+  for (auto _ : state) QConvReference(conv.p);
+  SetOps(state, Macs(l));
+}
+
+void LayerArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t i = 0; i < static_cast<int64_t>(std::size(kLayers)); ++i) {
+    for (int64_t threads : {1, 2}) b->Args({i, threads});
+  }
+}
+
+BENCHMARK(BM_LayerF32)->Apply(LayerArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LayerInt8Fast)->Apply(LayerArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LayerInt8Reference)
+    ->Apply(LayerArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
+
+/// All 19 convolutions of resnet20 (each layer shape `count` times). Arg: threads.
+template <typename ConvT>
+void BM_Resnet20Convs(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  SetGemmThreads(threads);
+  std::mt19937 rng(1);
+  std::vector<ConvT> convs;
+  std::vector<int64_t> counts;
+  int64_t macs = 0;
+  for (const Layer& l : kLayers) {
+    if (l.count == 0) continue;
+    convs.emplace_back(l, threads, rng);
+    counts.push_back(l.count);
+    macs += l.count * Macs(l);
+  }
+  for (auto _ : state) {
+    for (size_t i = 0; i < convs.size(); ++i) {
+      for (int64_t j = 0; j < counts[i]; ++j) convs[i].Run();
+    }
+  }
+  SetOps(state, macs);
+}
+
+BENCHMARK_TEMPLATE(BM_Resnet20Convs, F32Conv)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Resnet20Convs, Int8Conv)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace qcc::cpu
+
+BENCHMARK_MAIN();

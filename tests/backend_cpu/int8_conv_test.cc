@@ -1,0 +1,347 @@
+// The int8 convolution (backend_cpu/kernels/qconv.h): the reference against hand-computed values
+// and an independent naive evaluation of the contract, and the VNNI fast paths bit-identical to
+// the reference over many geometries, extreme values, wrapping accumulators and thread counts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/qconv.h"
+
+namespace qcc::cpu {
+namespace {
+
+struct Geometry {
+  int64_t n, c, h, w, k, r, s;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1, group = 1;
+};
+
+std::string Describe(const Geometry& g) {
+  return absl::StrCat("N", g.n, " C", g.c, " ", g.h, "x", g.w, " K", g.k, " ", g.r, "x", g.s,
+                      " stride ", g.stride_h, ",", g.stride_w, " pads ", g.pad_top, ",", g.pad_left,
+                      ",", g.pad_bottom, ",", g.pad_right, " dil ", g.dilation_h, ",", g.dilation_w,
+                      " group ", g.group);
+}
+
+/// A convolution's buffers and params (pointers into the buffers).
+struct Conv {
+  QConvParams p;
+  std::vector<int8_t> input, weights;
+  std::vector<int32_t> bias;
+  std::vector<float> multiplier;
+
+  explicit Conv(const Geometry& g) {
+    p.n = g.n, p.c = g.c, p.h = g.h, p.w = g.w, p.k = g.k, p.r = g.r, p.s = g.s;
+    p.stride_h = g.stride_h, p.stride_w = g.stride_w;
+    p.pad_top = g.pad_top, p.pad_left = g.pad_left;
+    p.pad_bottom = g.pad_bottom, p.pad_right = g.pad_right;
+    p.dilation_h = g.dilation_h, p.dilation_w = g.dilation_w, p.group = g.group;
+    input.resize(g.n * g.c * g.h * g.w);
+    weights.resize(g.k * (g.c / g.group) * g.r * g.s);
+    bias.resize(g.k);
+    multiplier.resize(g.k);
+    Bind();
+  }
+  void Bind() {
+    p.input = input.data();
+    p.weights = weights.data();
+    p.bias = bias.data();
+    p.multiplier = multiplier.data();
+  }
+  int64_t OutputSize() const { return p.n * p.k * p.out_h() * p.out_w(); }
+};
+
+/// Random operands: inputs in [-128, 127], weights in [-127, 127], bias and multipliers that
+/// land the outputs across the int8 range (some saturating), random pad value, zp and clamp.
+void Randomize(Conv& conv, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> x(-128, 127), w(-127, 127), zp(-20, 20);
+  for (int8_t& v : conv.input) v = static_cast<int8_t>(x(rng));
+  for (int8_t& v : conv.weights) v = static_cast<int8_t>(w(rng));
+  const double fan_in = static_cast<double>(conv.weights.size() / conv.p.k);
+  std::uniform_int_distribution<int> bias(-50000, 50000);
+  std::uniform_real_distribution<double> log_scale(-1.5, 0.5);
+  for (int64_t k = 0; k < conv.p.k; ++k) {
+    conv.bias[k] = bias(rng);
+    // About 127 / (typical |acc|), times a factor in [0.03, 3].
+    conv.multiplier[k] =
+        static_cast<float>(std::pow(10.0, log_scale(rng)) * 127.0 / (8000.0 * std::sqrt(fan_in)));
+  }
+  conv.p.pad_value = static_cast<int8_t>(x(rng));
+  conv.p.zp_out = rng() % 4 != 0 ? zp(rng) : rng() % 2 == 0 ? -128 : 127;
+  conv.p.lo = rng() % 2 == 0 ? -128 : std::max(-128, conv.p.zp_out);  // sometimes a fused ReLU
+  conv.p.hi = rng() % 3 == 0 ? std::min(127, conv.p.zp_out + 60) : 127;
+}
+
+/// The contract evaluated independently: exact integer sum (int64), fp32 scale, nearbyint.
+std::vector<int8_t> NaiveConv(const QConvParams& p) {
+  const int64_t oh = p.out_h(), ow = p.out_w(), cg = p.c / p.group, kg = p.k / p.group;
+  std::vector<int8_t> out(p.n * p.k * oh * ow);
+  for (int64_t n = 0; n < p.n; ++n) {
+    for (int64_t k = 0; k < p.k; ++k) {
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t x = 0; x < ow; ++x) {
+          int64_t acc = p.bias != nullptr ? p.bias[k] : 0;
+          for (int64_t c = 0; c < cg; ++c) {
+            for (int64_t r = 0; r < p.r; ++r) {
+              for (int64_t s = 0; s < p.s; ++s) {
+                const int64_t iy = y * p.stride_h + r * p.dilation_h - p.pad_top;
+                const int64_t ix = x * p.stride_w + s * p.dilation_w - p.pad_left;
+                const int64_t ch = k / kg * cg + c;
+                const int v = iy < 0 || iy >= p.h || ix < 0 || ix >= p.w
+                                  ? p.pad_value
+                                  : p.input[((n * p.c + ch) * p.h + iy) * p.w + ix];
+                acc += v * p.weights[((k * cg + c) * p.r + r) * p.s + s];
+              }
+            }
+          }
+          const float scaled = static_cast<float>(acc) * p.multiplier[k];
+          const double q = std::nearbyint(static_cast<double>(scaled)) + p.zp_out;
+          out[((n * p.k + k) * oh + y) * ow + x] =
+              static_cast<int8_t>(std::clamp<double>(q, p.lo, p.hi));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<int8_t> RunReference(Conv& conv) {
+  std::vector<int8_t> out(conv.OutputSize());
+  conv.p.output = out.data();
+  QConvReference(conv.p);
+  return out;
+}
+
+/// Runs QConv with weights packed for `path`, checking that neither the output nor the
+/// workspace is written past its end.
+std::vector<int8_t> RunPacked(Conv& conv, QKernelPath path, int threads) {
+  conv.p.num_threads = threads;
+  const PackedQConvWeights packed = PackQConvWeights(conv.p, path);
+  if (path == QKernelPath::kFastest) {
+    EXPECT_NE(packed.layout, PackedQConvWeights::Layout::kReference);
+  }
+  constexpr int64_t kGuard = 256;
+  constexpr int8_t kSentinel = 0x5a;
+  const int64_t size = conv.OutputSize();
+  std::vector<int8_t> out(size + kGuard, kSentinel);
+  std::vector<uint8_t> workspace(QConvWorkspaceBytes(conv.p, packed) + kGuard, kSentinel);
+  conv.p.output = out.data();
+  QConv(conv.p, packed, workspace.data());
+  for (int64_t i = 0; i < kGuard; ++i) {
+    EXPECT_EQ(out[size + i], kSentinel) << "output overrun at +" << i;
+    EXPECT_EQ(workspace[workspace.size() - kGuard + i], kSentinel) << "workspace overrun";
+  }
+  out.resize(size);
+  return out;
+}
+
+TEST(Int8ConvReferenceTest, HandComputedWithPaddingAndTies) {
+  // x = [[1, 2], [3, 4]], 2x2 kernels, pad top/left 1, pad_value 5, zp_out -3.
+  Conv conv({1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0});
+  conv.input = {1, 2, 3, 4};
+  conv.weights = {1, -1, 2, 0, /*k=1*/ 0, 0, 0, 1};
+  conv.bias = {10, 0};
+  conv.multiplier = {0.5f, 1.5f};
+  conv.Bind();
+  conv.p.pad_value = 5;
+  conv.p.zp_out = -3;
+  // k=0: acc = 20, 12, 24, 15 -> 10, 6, 12, 7.5 (ties to 8) -> -3.
+  // k=1: acc = x = 1, 2, 3, 4 -> 1.5 (to 2), 3, 4.5 (to 4), 6 -> -3.
+  EXPECT_EQ(RunReference(conv), (std::vector<int8_t>{7, 3, 9, 5, -1, 0, 1, 3}));
+}
+
+TEST(Int8ConvReferenceTest, SaturatesAndClamps) {
+  Conv conv({1, 2, 1, 3, 2, 1, 1});
+  conv.input = {100, -100, 1, 100, -100, 1};  // channels 0 and 1
+  conv.weights = {127, 127, /*k=1*/ 1, 0};
+  conv.bias = {0, -7};
+  conv.multiplier = {1.0f, 1.0f};
+  conv.Bind();
+  // k=0: acc = 25400, -25400, 254 -> saturates to 127, -128, 127.
+  // k=1: acc = 93, -107, -6 -> clamped to [lo, hi] = [-5, 90] (a fused clip): 90, -5, -5.
+  conv.p.lo = -5;
+  conv.p.hi = 90;
+  EXPECT_EQ(RunReference(conv), (std::vector<int8_t>{90, -5, 90, 90, -5, -5}));
+  conv.p.lo = -128;
+  conv.p.hi = 127;
+  EXPECT_EQ(RunReference(conv), (std::vector<int8_t>{127, -128, 127, 93, -107, -6}));
+}
+
+const std::vector<Geometry>& Geometries() {
+  static const std::vector<Geometry> kAll = {
+      {1, 8, 5, 7, 16, 1, 1},                                 // 1x1
+      {1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1},              // 3x3, resnet-like
+      {1, 5, 9, 11, 17, 5, 5, 1, 1, 2, 2, 2, 2},              // 5x5, odd channels
+      {1, 32, 10, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32},  // depthwise 3x3
+      {3, 8, 11, 9, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8},     // depthwise x2, stride 2, batch 3
+      {1, 6, 7, 40, 6, 5, 5, 1, 2, 0, 3, 2, 1, 2, 2, 6},      // depthwise 5x5, dilation 2
+      {1, 3, 5, 64, 3, 3, 3, 1, 1, 0, 1, 0, 1, 1, 30, 3},     // depthwise, window too wide
+      {1, 12, 7, 7, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     // grouped
+      {2, 16, 17, 15, 32, 3, 3, 2, 2, 1, 1, 1, 1},            // stride 2
+      {1, 7, 9, 10, 9, 3, 3, 1, 1, 0, 2, 1, 3},               // asymmetric pads
+      {1, 4, 12, 12, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},        // dilation 2
+      {3, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1},                // C=3, batch 3
+      {1, 17, 6, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1},               // C=17, K=3
+      {1, 5, 11, 13, 4, 3, 3, 3, 3, 1, 0, 2, 1},              // stride 3 (scalar rewrite)
+      {1, 9, 6, 20, 11, 1, 3, 1, 2, 0, 1, 0, 1},              // 1x3, stride (1, 2)
+      {2, 6, 10, 1, 7, 3, 1, 2, 1, 1, 0, 1, 0},               // 3x1 on a 1-wide map
+      {1, 4, 2, 2, 3, 3, 3, 1, 1, 2, 2, 2, 2},                // kernel larger than the input
+      {1, 16, 1, 100, 20, 1, 7, 1, 1, 0, 3, 0, 3},            // one row, 1x7
+      {2, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1},            // big enough to split on threads
+      {1, 32, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1},            // resnet20 down-sampling
+      {1, 64, 16, 18, 24, 1, 1, 2, 2},                        // 1x1 stride 2 (shortcut)
+  };
+  return kAll;
+}
+
+TEST(Int8ConvReferenceTest, MatchesNaiveEvaluation) {
+  uint32_t seed = 1;
+  for (const Geometry& g : Geometries()) {
+    SCOPED_TRACE(Describe(g));
+    Conv conv(g);
+    Randomize(conv, seed++);
+    EXPECT_EQ(RunReference(conv), NaiveConv(conv.p));
+  }
+}
+
+TEST(Int8ConvTest, ReferencePackingRunsTheReference) {
+  Conv conv(Geometries()[7]);
+  Randomize(conv, 99);
+  EXPECT_EQ(RunPacked(conv, QKernelPath::kReference, 2), RunReference(conv));
+}
+
+#define SKIP_WITHOUT_VNNI() \
+  if (!QInt8HasVnni())      \
+  GTEST_SKIP() << "this CPU lacks AVX-512 VNNI/VBMI2: no int8 fast path to test"
+
+TEST(Int8ConvFastTest, BitIdenticalToReferenceOnRandomData) {
+  SKIP_WITHOUT_VNNI();
+  uint32_t seed = 100;
+  for (const Geometry& g : Geometries()) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(absl::StrCat(Describe(g), ", threads ", threads));
+      Conv conv(g);
+      Randomize(conv, seed++);
+      EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, threads), RunReference(conv));
+    }
+  }
+}
+
+TEST(Int8ConvFastTest, BitIdenticalToReferenceOnExtremeValues) {
+  SKIP_WITHOUT_VNNI();
+  struct Extreme {
+    int8_t x, w, pad;
+  };
+  uint32_t seed = 500;
+  for (const Geometry& g : Geometries()) {
+    for (const Extreme e : {Extreme{-128, 127, -128}, Extreme{127, -127, 127},
+                            Extreme{-128, -128, 127}, Extreme{127, 127, -128}}) {
+      SCOPED_TRACE(absl::StrCat(Describe(g), ", x ", e.x, " w ", e.w, " pad ", e.pad));
+      Conv conv(g);
+      Randomize(conv, seed++);  // random multipliers, zp and clamps
+      std::fill(conv.input.begin(), conv.input.end(), e.x);
+      std::fill(conv.weights.begin(), conv.weights.end(), e.w);
+      conv.p.pad_value = e.pad;
+      EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 2), RunReference(conv));
+    }
+  }
+}
+
+TEST(Int8ConvFastTest, BitIdenticalWhenTheAccumulatorWraps) {
+  SKIP_WITHOUT_VNNI();
+  // C * R * S = 147456 products of -128 * 127 sum to -2.4e9: past int32, so both paths must
+  // wrap modulo 2^32 the same way. One and two output columns.
+  for (const Geometry& g : {Geometry{1, 16384, 3, 3, 3, 3, 3}, Geometry{1, 16384, 3, 4, 3, 3, 3}}) {
+    Conv conv(g);
+    Randomize(conv, 7);
+    std::fill(conv.input.begin(), conv.input.end(), -128);
+    std::fill(conv.weights.begin(), conv.weights.end(), 127);
+    for (int64_t k = 0; k < conv.p.k; ++k) conv.multiplier[k] = 1e-7f * static_cast<float>(k + 1);
+    EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 1), RunReference(conv));
+  }
+}
+
+TEST(Int8ConvFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
+  // NaN and infinite multipliers (never emitted by the compiler) and a zp_out outside int8 are
+  // outside the fast epilogue's preconditions: QConv must still give the contract's bits.
+  for (const Geometry& g : {Geometries()[1], Geometries()[3]}) {
+    SCOPED_TRACE(Describe(g));
+    Conv conv(g);
+    Randomize(conv, 21);
+    conv.multiplier[0] = std::numeric_limits<float>::quiet_NaN();
+    conv.multiplier[1] = std::numeric_limits<float>::infinity();
+    conv.multiplier[2] = -std::numeric_limits<float>::infinity();
+    conv.bias[1] = conv.bias[2] = 0;  // so some accumulators are 0 (0 * inf = NaN)
+    const std::vector<int8_t> reference = RunReference(conv);
+    EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 2), reference);
+    // NaN gives zp_out (clamped), whatever the accumulator.
+    const int64_t plane = conv.p.out_h() * conv.p.out_w();
+    for (int64_t i = 0; i < plane; ++i) {
+      EXPECT_EQ(reference[i], std::clamp(conv.p.zp_out, conv.p.lo, conv.p.hi));
+    }
+    Randomize(conv, 22);
+    conv.p.zp_out = 300;
+    conv.p.lo = -128;
+    conv.p.hi = 127;
+    EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 1), RunReference(conv));
+  }
+}
+
+TEST(Int8ConvFastTest, PackedWeightsServeNewInputExtents) {
+  SKIP_WITHOUT_VNNI();
+  // Packing depends on K, C, R, S, group, strides and dilations only: one packing serves
+  // several batch sizes, map sizes and pads.
+  for (const Geometry& base : {Geometry{1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1},
+                               Geometry{1, 24, 8, 8, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24}}) {
+    Conv first(base);
+    Randomize(first, 3);
+    const PackedQConvWeights packed = PackQConvWeights(first.p);
+    for (const auto& [n, h, w, pad] :
+         {std::tuple{1, 8, 8, 1}, std::tuple{3, 13, 21, 0}, std::tuple{2, 32, 5, 2}}) {
+      Geometry g = base;
+      g.n = n, g.h = h, g.w = w;
+      g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = pad;
+      SCOPED_TRACE(Describe(g));
+      Conv conv(g);
+      Randomize(conv, 11);
+      conv.weights = first.weights;
+      conv.Bind();
+      std::vector<int8_t> out(conv.OutputSize());
+      std::vector<uint8_t> workspace(QConvWorkspaceBytes(conv.p, packed));
+      conv.p.output = out.data();
+      QConv(conv.p, packed, workspace.data());
+      EXPECT_EQ(out, RunReference(conv));
+    }
+  }
+}
+
+TEST(Int8ConvTest, ValidateRejectsBadGeometry) {
+  QConvParams p;
+  p.c = 4, p.k = 6, p.h = 5, p.w = 5, p.r = 3, p.s = 3;
+  EXPECT_TRUE(ValidateQConvParams(p).ok());
+  QConvParams bad = p;
+  bad.group = 4;  // K = 6 is not a multiple of 4
+  EXPECT_EQ(ValidateQConvParams(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = p;
+  bad.h = 2;  // 3x3 kernel on a 2-high map without padding
+  EXPECT_EQ(ValidateQConvParams(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = p;
+  bad.stride_w = 0;
+  EXPECT_EQ(ValidateQConvParams(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = p;
+  bad.lo = 10, bad.hi = 5;
+  EXPECT_EQ(ValidateQConvParams(bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace qcc::cpu

@@ -1,0 +1,207 @@
+// The int8 GEMM (backend_cpu/kernels/qgemm.h): the reference against hand-computed values and an
+// independent naive evaluation of the contract, and the VNNI fast path bit-identical to the
+// reference over shapes (row, column and depth tails), extreme values, wrapping and threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/qgemm.h"
+
+namespace qcc::cpu {
+namespace {
+
+struct Gemm {
+  QGemmParams p;
+  std::vector<int8_t> a, b;
+  std::vector<int32_t> bias;
+  std::vector<float> multiplier;
+
+  Gemm(int64_t m, int64_t n, int64_t k) : a(m * k), b(n * k), bias(n), multiplier(n) {
+    p.m = m, p.n = n, p.k = k;
+    Bind();
+  }
+  void Bind() {
+    p.a = a.data();
+    p.b = b.data();
+    p.bias = bias.data();
+    p.multiplier = multiplier.data();
+  }
+};
+
+void Randomize(Gemm& g, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> x(-128, 127), w(-127, 127), bias(-30000, 30000);
+  std::uniform_real_distribution<double> log_scale(-1.5, 0.5);
+  for (int8_t& v : g.a) v = static_cast<int8_t>(x(rng));
+  for (int8_t& v : g.b) v = static_cast<int8_t>(w(rng));
+  for (int64_t n = 0; n < g.p.n; ++n) {
+    g.bias[n] = bias(rng);
+    g.multiplier[n] = static_cast<float>(std::pow(10.0, log_scale(rng)) * 127.0 /
+                                         (8000.0 * std::sqrt(static_cast<double>(g.p.k) + 1)));
+  }
+  g.p.zp_out = rng() % 4 != 0 ? static_cast<int32_t>(rng() % 41) - 20 : rng() % 2 ? -128 : 127;
+  g.p.lo = rng() % 2 == 0 ? -128 : std::max(-128, g.p.zp_out);
+  g.p.hi = rng() % 3 == 0 ? std::min(127, g.p.zp_out + 50) : 127;
+}
+
+/// The contract evaluated independently: exact int64 sums, fp32 scale, nearbyint.
+std::vector<int8_t> NaiveGemm(const QGemmParams& p) {
+  std::vector<int8_t> y(p.m * p.n);
+  for (int64_t m = 0; m < p.m; ++m) {
+    for (int64_t n = 0; n < p.n; ++n) {
+      int64_t acc = p.bias != nullptr ? p.bias[n] : 0;
+      for (int64_t k = 0; k < p.k; ++k) acc += p.a[m * p.k + k] * p.b[n * p.k + k];
+      const float scaled = static_cast<float>(acc) * p.multiplier[n];
+      const double q = std::nearbyint(static_cast<double>(scaled)) + p.zp_out;
+      y[m * p.n + n] = static_cast<int8_t>(std::clamp<double>(q, p.lo, p.hi));
+    }
+  }
+  return y;
+}
+
+std::vector<int8_t> RunReference(Gemm& g) {
+  std::vector<int8_t> y(g.p.m * g.p.n);
+  g.p.y = y.data();
+  QGemmReference(g.p);
+  return y;
+}
+
+/// QGemm with weights packed for `path`; checks nothing is written past y.
+std::vector<int8_t> RunPacked(Gemm& g, QKernelPath path, int threads) {
+  g.p.num_threads = threads;
+  const PackedQGemmWeights packed = PackQGemmWeights(g.p, path);
+  if (path == QKernelPath::kFastest) {
+    EXPECT_EQ(packed.layout, PackedQGemmWeights::Layout::kVnni);
+  }
+  constexpr int64_t kGuard = 128;
+  const int64_t size = g.p.m * g.p.n;
+  std::vector<int8_t> y(size + kGuard, 0x5a);
+  g.p.y = y.data();
+  QGemm(g.p, packed);
+  for (int64_t i = 0; i < kGuard; ++i) EXPECT_EQ(y[size + i], 0x5a) << "overrun at +" << i;
+  y.resize(size);
+  return y;
+}
+
+TEST(Int8GemmReferenceTest, HandComputed) {
+  Gemm g(2, 3, 3);
+  g.a = {1, 2, 3, -4, 5, -6};
+  g.b = {1, 0, -1, 2, 2, 2, 127, 127, 127};
+  g.bias = {0, 1, -100};
+  g.multiplier = {0.5f, 0.25f, 1.0f};
+  g.Bind();
+  g.p.zp_out = 1;
+  // Row 0: acc = -2, 1 + 12, -100 + 762 -> -1 + 1, 3.25 -> 3 + 1, 662 saturates to 127.
+  // Row 1: acc = 2, 1 - 10, -100 - 635 -> 1 + 1, -2.25 -> -2 + 1, -735 saturates to -128.
+  EXPECT_EQ(RunReference(g), (std::vector<int8_t>{0, 4, 127, 2, -1, -128}));
+  g.p.lo = 1;  // a fused ReLU with zp_out 1
+  EXPECT_EQ(RunReference(g), (std::vector<int8_t>{1, 4, 127, 2, 1, 1}));
+}
+
+TEST(Int8GemmReferenceTest, RoundsHalfToEven) {
+  Gemm g(1, 4, 1);
+  g.a = {1};
+  g.b = {5, 7, -5, 3};
+  g.bias = {0, 0, 0, 0};
+  g.multiplier = {0.5f, 0.5f, 0.5f, 0.5f};  // 2.5, 3.5, -2.5, 1.5
+  g.Bind();
+  EXPECT_EQ(RunReference(g), (std::vector<int8_t>{2, 4, -2, 2}));
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+const Shape kShapes[] = {{1, 1, 1},    {1, 10, 64},    {32, 10, 64}, {3, 17, 5}, {6, 64, 4},
+                         {7, 65, 7},   {13, 100, 3},   {5, 48, 130}, {2, 16, 0}, {64, 33, 257},
+                         {17, 200, 9}, {1, 1000, 512}, {40, 128, 96}};
+
+TEST(Int8GemmReferenceTest, MatchesNaiveEvaluation) {
+  uint32_t seed = 1;
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(absl::StrCat("M", s.m, " N", s.n, " K", s.k));
+    Gemm g(s.m, s.n, s.k);
+    Randomize(g, seed++);
+    EXPECT_EQ(RunReference(g), NaiveGemm(g.p));
+  }
+}
+
+TEST(Int8GemmTest, ReferencePackingRunsTheReference) {
+  Gemm g(7, 65, 7);
+  Randomize(g, 5);
+  EXPECT_EQ(RunPacked(g, QKernelPath::kReference, 2), RunReference(g));
+}
+
+#define SKIP_WITHOUT_VNNI() \
+  if (!QInt8HasVnni())      \
+  GTEST_SKIP() << "this CPU lacks AVX-512 VNNI/VBMI2: no int8 fast path to test"
+
+TEST(Int8GemmFastTest, BitIdenticalToReferenceOnRandomData) {
+  SKIP_WITHOUT_VNNI();
+  uint32_t seed = 100;
+  for (const Shape& s : kShapes) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(absl::StrCat("M", s.m, " N", s.n, " K", s.k, " threads ", threads));
+      Gemm g(s.m, s.n, s.k);
+      Randomize(g, seed++);
+      EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, threads), RunReference(g));
+      g.p.bias = nullptr;
+      EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, threads), RunReference(g));
+    }
+  }
+}
+
+TEST(Int8GemmFastTest, BitIdenticalToReferenceOnExtremeValues) {
+  SKIP_WITHOUT_VNNI();
+  uint32_t seed = 300;
+  for (const Shape& s : kShapes) {
+    for (const auto& [x, w] : {std::pair<int8_t, int8_t>{-128, 127}, {127, -127}, {-128, -128}}) {
+      SCOPED_TRACE(absl::StrCat("M", s.m, " N", s.n, " K", s.k, " a ", x, " b ", w));
+      Gemm g(s.m, s.n, s.k);
+      Randomize(g, seed++);
+      std::fill(g.a.begin(), g.a.end(), x);
+      std::fill(g.b.begin(), g.b.end(), w);
+      EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 2), RunReference(g));
+    }
+  }
+}
+
+TEST(Int8GemmFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
+  // Outside the fast epilogue's preconditions (finite multipliers, int8 zp_out) QGemm must
+  // still give the contract's bits.
+  Gemm g(7, 20, 9);
+  Randomize(g, 31);
+  g.multiplier[0] = std::numeric_limits<float>::quiet_NaN();
+  g.multiplier[1] = std::numeric_limits<float>::infinity();
+  g.bias[1] = 0;
+  std::fill(g.a.begin(), g.a.begin() + 9, 0);  // row 0: acc = 0 in column 1, 0 * inf = NaN
+  const std::vector<int8_t> reference = RunReference(g);
+  EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 2), reference);
+  EXPECT_EQ(reference[0], std::clamp(g.p.zp_out, g.p.lo, g.p.hi));
+  EXPECT_EQ(reference[1], std::clamp(g.p.zp_out, g.p.lo, g.p.hi));
+  Randomize(g, 32);
+  g.p.zp_out = -1000;
+  g.p.lo = -128;
+  g.p.hi = 127;
+  EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 1), RunReference(g));
+}
+
+TEST(Int8GemmFastTest, BitIdenticalWhenTheAccumulatorWraps) {
+  SKIP_WITHOUT_VNNI();
+  // K = 150001 products of -128 * 127 sum to -2.4e9, past int32: both paths wrap mod 2^32.
+  Gemm g(2, 3, 150001);
+  Randomize(g, 9);
+  std::fill(g.a.begin(), g.a.end(), -128);
+  std::fill(g.b.begin(), g.b.end(), 127);
+  g.multiplier = {1e-7f, 2e-7f, 3e-7f};
+  g.Bind();
+  EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 1), RunReference(g));
+}
+
+}  // namespace
+}  // namespace qcc::cpu
