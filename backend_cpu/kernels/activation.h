@@ -31,7 +31,22 @@ struct ActivationF32 {
 /// y[i] = act(y[i]) for i in [0, n).
 inline void ApplyActivationF32(const ActivationF32& act, float* y, int64_t n) {
   if (act.is_identity()) return;
-  for (int64_t i = 0; i < n; ++i) y[i] = act(y[i]);
+  // Locals, not act's fields: y could alias them, which would keep the loop scalar.
+  const float lo = act.lo, hi = act.hi, slope = act.negative_slope;
+  if (slope == 1.0f) {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = y[i];
+      v = v < lo ? lo : v;
+      y[i] = v > hi ? hi : v;
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i];
+    v = v < 0.0f ? v * slope : v;
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
 }
 
 /// ApplyActivationF32 over `rows` rows of `cols` floats, `ld` floats apart.

@@ -3,6 +3,7 @@
 // f32 or f64, every integer type runs natively.
 #include "backend_cpu/kernels/broadcast.h"
 #include "backend_cpu/kernels/elementwise_binary.h"
+#include "backend_cpu/kernels/nn_parallel.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/elementwise_internal.h"
 #include "backend_cpu/ops/fused_activation.h"
@@ -33,7 +34,11 @@ absl::Status RunAdd(OpContext& ctx) {
   if (act.is_identity()) return absl::OkStatus();
   Tensor& y = ctx.output(0);
   if (y.dtype() != DType::kFloat32) return ctx.Unsupported("fused activation on f64 data");
-  ApplyActivationF32(act, y.data<float>(), y.numel());
+  float* data = y.data<float>();
+  ParallelForElements(ctx.num_threads, y.numel(), /*cost_per_element=*/1,
+                      [&](int64_t begin, int64_t end) {
+                        ApplyActivationF32(act, data + begin, end - begin);
+                      });
   return absl::OkStatus();
 }
 
