@@ -90,8 +90,14 @@ double KlDivergence(const std::vector<double>& p, const std::vector<double>& q) 
 // remainder bins), each level's count spread evenly over the bins where P is non-zero; both are
 // smoothed as ORT does, and the window minimising KL(P || Q) gives the threshold i * w (ORT's
 // edge).
-double EntropyThreshold(const std::vector<int64_t>& h, int n, double w) {
+// The first bin takes the count of the second before the search, as NVIDIA's
+// pytorch-quantization does for TensorRT-style calibration: after a ReLU most values are exactly
+// 0, and that spike, smeared over its level whenever a level merges several bins, would dominate
+// KL and always pick the widest window of one bin per level (255 bins), clipping most of the
+// range (on resnet20 that cost 18 points of top-1).
+double EntropyThreshold(std::vector<int64_t> h, int n, double w) {
   if (n <= kQuantizedBins) return n * w;
+  if (n > 1) h[0] = h[1];
   std::vector<double> suffix(n + 1, 0.0);
   for (int j = n - 1; j >= 0; --j) suffix[j] = suffix[j + 1] + static_cast<double>(h[j]);
   double best_kl = std::numeric_limits<double>::infinity();

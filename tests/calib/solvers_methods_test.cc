@@ -145,6 +145,22 @@ TEST(CalibSolversMethodsTest, EntropyAndMseKeepTheWholeRangeOfUniformData) {
   }
 }
 
+TEST(CalibSolversMethodsTest, EntropyIsNotCapturedByTheSpikeAtZeroOfAReluOutput) {
+  // A ReLU of Gaussian data: half exact zeros, half |N(0, 1)|. The spike at zero must not pull
+  // the threshold down to the widest window of one-bin levels (255 bins); KL on the rest keeps
+  // at least what percentile 99.9 keeps.
+  std::vector<float> xs(400000, 0.0f);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (size_t i = 0; i < xs.size(); i += 2) xs[i] = std::fabs(g(rng));
+  const TensorStats s = StatsOf(xs);
+  const SymmetricRange r = SolveSymmetric(s, *ParseCalibMethod("entropy"));
+  const double w = s.bin_width();
+  EXPECT_GT(r.amax, 256 * w);  // before the fix: exactly 255 * w = 1.99
+  EXPECT_GE(r.amax, SolveSymmetric(s, *ParseCalibMethod("percentile=99.9")).amax);
+  EXPECT_LE(r.amax, s.abs_max());
+}
+
 TEST(CalibSolversMethodsTest, ReluOutputsGetANonNegativeAsymmetricRange) {
   std::vector<float> xs = GaussianWithOutliers(50000, 0);
   for (float& x : xs) x = std::max(x, 0.0f);
