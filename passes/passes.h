@@ -20,6 +20,9 @@ std::unique_ptr<Pass> CreateRemoveIdentityPass();
 // Fusions (passes/fuse_*.cc).
 /// Folds an inference BatchNormalization that follows a Conv into the Conv's weights and bias.
 std::unique_ptr<Pass> CreateFuseConvBatchNormPass();
+/// Folds an Add of a per-channel constant ([C,1,1], [1,C,1,1] or a scalar) after a Conv into
+/// the Conv's bias (old exporters write conv bias that way).
+std::unique_ptr<Pass> CreateFuseConvAddPass();
 /// Folds a BatchNormalization after a Gemm into the Gemm's weights and bias.
 std::unique_ptr<Pass> CreateFuseGemmBatchNormPass();
 /// Rewrites MatMul (2-D weight constant) + Add (bias constant) into Gemm with bias.
