@@ -161,6 +161,18 @@ TEST(CalibSolversMethodsTest, EntropyIsNotCapturedByTheSpikeAtZeroOfAReluOutput)
   EXPECT_LE(r.amax, s.abs_max());
 }
 
+TEST(CalibSolversMethodsTest, EntropyNeverClipsMostOfAnOffsetDistribution) {
+  // A HardSigmoid-like output: 90% of the values at 0.165, the rest spread up to 0.97. A window
+  // ending just past 0.165 has KL 0 yet clips 10%; at most 1% may be clipped.
+  std::vector<float> xs(90000, 0.165f);
+  const std::vector<float> spread = Even(10000, 0.17, 0.97);
+  xs.insert(xs.end(), spread.begin(), spread.end());
+  const TensorStats s = StatsOf(xs);
+  const SymmetricRange r = SolveSymmetric(s, *ParseCalibMethod("entropy"));
+  EXPECT_GE(r.amax, SolveSymmetric(s, *ParseCalibMethod("percentile=99")).amax - s.bin_width());
+  EXPECT_LE(r.amax, s.abs_max() + s.bin_width());
+}
+
 TEST(CalibSolversMethodsTest, ReluOutputsGetANonNegativeAsymmetricRange) {
   std::vector<float> xs = GaussianWithOutliers(50000, 0);
   for (float& x : xs) x = std::max(x, 0.0f);
