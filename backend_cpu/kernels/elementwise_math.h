@@ -20,7 +20,8 @@ inline float ExpF32(float x) {
   constexpr float kHi = 88.7228394f;     // ln(FLT_MAX): above, the result overflows
   constexpr float kLo = -104.0f;         // below, the result rounds to 0
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds v to int
-  const float xc = x < kLo ? kLo : (x > kHi ? kHi : x);
+  // NaN takes 0 here (and is returned below): converting a NaN n to int would be undefined.
+  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x == x ? x : 0.0f));
   const float n = (xc * 1.44269504088896341f + kRound) - kRound;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;

@@ -1,0 +1,441 @@
+// The fp32 step kinds (ops that stay in float) on the backend_cpu fp32 kernels: conv, sgemm,
+// softmax, the unary and broadcasting binary elementwise kernels, pools and byte concatenation.
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/activation.h"
+#include "backend_cpu/kernels/broadcast.h"
+#include "backend_cpu/kernels/conv.h"
+#include "backend_cpu/kernels/elementwise_binary.h"
+#include "backend_cpu/kernels/elementwise_unary.h"
+#include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/movement.h"
+#include "backend_cpu/kernels/pool.h"
+#include "backend_cpu/kernels/softmax.h"
+#include "runtime/step_exec.h"
+#include "support/status.h"
+
+namespace qcc::runtime {
+namespace {
+
+constexpr DType kF32 = DType::kFloat32;
+
+// StepActivation's +-FLT_MAX bounds are "none" (+-inf), so the identity stays the identity.
+cpu::ActivationF32 ToActivation(const StepActivation& a) {
+  cpu::ActivationF32 act;
+  act.lo = a.lo <= -FLT_MAX ? -std::numeric_limits<float>::infinity() : a.lo;
+  act.hi = a.hi >= FLT_MAX ? std::numeric_limits<float>::infinity() : a.hi;
+  act.negative_slope = a.negative_slope;
+  return act;
+}
+
+absl::Status CheckActivation(const StepPrepareContext& c, const StepActivation& a) {
+  if (std::isnan(a.lo) || std::isnan(a.hi) || std::isnan(a.negative_slope) || a.lo > a.hi) {
+    return c.Error(
+        absl::StrCat("invalid activation [", a.lo, ", ", a.hi, "] slope ", a.negative_slope));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSameDims(const StepPrepareContext& c, const PlanBuffer& b, absl::string_view role,
+                           const PlanBuffer& like) {
+  for (int64_t batch : c.batches()) {
+    QCC_RETURN_IF_ERROR(c.CheckDims(b, role, batch, DimsAtBatch(like, batch)));
+  }
+  return absl::OkStatus();
+}
+
+// ---- Conv ----
+
+absl::StatusOr<cpu::ConvF32Params> PrepareConv(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 3, 1));
+  QCC_ASSIGN_OR_RETURN(const ConvStepParams params, c.Decode<ConvStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, 4));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kF32, 4));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 4));
+  const ConvGeometry& g = params.geometry;
+  QCC_RETURN_IF_ERROR(CheckConvGeometry(c, g));
+  QCC_RETURN_IF_ERROR(CheckActivation(c, params.activation));
+  if (w->dims[0] < 0) return c.Error(absl::StrCat("weight W '", w->name, "' has a dynamic axis"));
+  const int64_t k = w->dims[0];
+  if (k % g.group != 0 || x->dims[1] != w->dims[1] * g.group || w->dims[2] < 1 || w->dims[3] < 1) {
+    return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
+                                " does not fit input X '", x->name, "' ", DimsToString(x->dims),
+                                " with group ", g.group));
+  }
+  if (c.input(2) != nullptr) {
+    QCC_ASSIGN_OR_RETURN(const PlanBuffer* bias, c.Input(2, "bias", kF32, 1));
+    for (int64_t batch : c.batches()) {
+      QCC_RETURN_IF_ERROR(c.CheckDims(*bias, "input bias", batch, {k}));
+    }
+  }
+  cpu::ConvF32Params p;
+  p.in_channels = x->dims[1];
+  p.out_channels = k;
+  p.groups = g.group;
+  p.in = {1, x->dims[2], x->dims[3]};
+  p.kernel = {1, w->dims[2], w->dims[3]};
+  p.stride = {1, g.stride_h, g.stride_w};
+  p.dilation = {1, g.dilation_h, g.dilation_w};
+  p.pad = {0, g.pad_top, g.pad_left};
+  p.activation = ToActivation(params.activation);
+  for (int64_t batch : c.batches()) {
+    QCC_ASSIGN_OR_RETURN(const Dims want,
+                         ConvOutDims(c, g, DimsAtBatch(*x, batch), k, w->dims[2], w->dims[3]));
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
+    p.out = {1, want[2], want[3]};
+  }
+  return p;
+}
+
+cpu::ConvF32Params ConvRunParams(const cpu::ConvF32Params& s, const StepRunContext& c) {
+  cpu::ConvF32Params p = s;
+  p.batch = c.in_dims(0)[0];
+  p.num_threads = c.num_threads;
+  return p;
+}
+
+int64_t ConvScratch(const cpu::ConvF32Params& s, const StepRunContext& c) {
+  return cpu::ConvF32WorkspaceSize(ConvRunParams(s, c)) * static_cast<int64_t>(sizeof(float));
+}
+
+void RunConv(const cpu::ConvF32Params& s, const StepRunContext& c) {
+  const cpu::ConvF32Params p = ConvRunParams(s, c);
+  if (p.batch == 0) return;
+  cpu::ConvF32(p, c.in<float>(0), c.in<float>(1),
+               c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, c.out<float>(0),
+               static_cast<float*>(c.scratch));
+}
+
+// ---- Gemm ----
+
+struct GemmState {
+  GemmStepParams params;
+  cpu::ActivationF32 activation;
+};
+
+absl::StatusOr<GemmState> PrepareGemm(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 3, 1));
+  QCC_ASSIGN_OR_RETURN(const GemmStepParams p, c.Decode<GemmStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kF32, 2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* b, c.Input(1, "B", kF32, 2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 2));
+  QCC_RETURN_IF_ERROR(CheckActivation(c, p.activation));
+  if ((p.trans_a != 0 && p.trans_a != 1) || (p.trans_b != 0 && p.trans_b != 1)) {
+    return c.Error("trans_a and trans_b must be 0 or 1");
+  }
+  const PlanBuffer* bias = c.input(2);
+  if (bias != nullptr) {
+    QCC_RETURN_IF_ERROR(c.Input(2, "C", kF32).status());
+    if (bias->dims.size() > 2) return c.Error("input C has rank over 2");
+  }
+  for (int64_t batch : c.batches()) {
+    const Dims ad = DimsAtBatch(*a, batch), bd = DimsAtBatch(*b, batch);
+    const int64_t m = ad[p.trans_a], k = ad[1 - p.trans_a];
+    const int64_t kb = bd[p.trans_b], n = bd[1 - p.trans_b];
+    if (k != kb) {
+      return c.Error(absl::StrCat("A ", DimsToString(ad), " and B ", DimsToString(bd),
+                                  " do not multiply (trans_a ", p.trans_a, ", trans_b ", p.trans_b,
+                                  ") at batch ", batch));
+    }
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, {m, n}));
+    if (bias != nullptr) {
+      Dims cd = DimsAtBatch(*bias, batch);
+      cd.insert(cd.begin(), 2 - cd.size(), 1);
+      if ((cd[0] != 1 && cd[0] != m) || (cd[1] != 1 && cd[1] != n)) {
+        return c.Error(absl::StrCat("input C ", DimsToString(DimsAtBatch(*bias, batch)),
+                                    " does not broadcast to [", m, ",", n, "]"));
+      }
+    }
+  }
+  return GemmState{p, ToActivation(p.activation)};
+}
+
+void RunGemm(const GemmState& s, const StepRunContext& c) {
+  const Dims ad = c.in_dims(0), bd = c.in_dims(1), yd = c.out_dims(0);
+  cpu::GemmF32Params p;
+  p.trans_a = s.params.trans_a != 0;
+  p.trans_b = s.params.trans_b != 0;
+  p.m = yd[0];
+  p.n = yd[1];
+  p.k = ad[p.trans_a ? 0 : 1];
+  p.lda = ad[1];
+  p.ldb = bd[1];
+  p.ldc = p.n;
+  p.alpha = s.params.alpha;
+  p.beta = 0.0f;
+  float* y = c.out<float>(0);
+  if (c.step->inputs.size() > 2 && c.in<float>(2) != nullptr && s.params.beta != 0.0f) {
+    // y = beta * C broadcast to [M, N], then y += alpha * op(A) op(B).
+    Dims cd = c.in_dims(2);
+    cd.insert(cd.begin(), 2 - cd.size(), 1);
+    const float* bias = c.in<float>(2);
+    const int64_t rs = cd[0] == 1 ? 0 : cd[1], cs = cd[1] == 1 ? 0 : 1;
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) y[i * p.n + j] = s.params.beta * bias[i * rs + j * cs];
+    }
+    p.beta = 1.0f;
+  }
+  if (p.m == 0 || p.n == 0) return;
+  if (p.k == 0) {
+    if (p.beta == 0.0f) std::fill(y, y + p.m * p.n, 0.0f);
+  } else {
+    cpu::GemmF32(p, c.in<float>(0), c.in<float>(1), y);
+  }
+  cpu::ApplyActivationF32(s.activation, y, p.m * p.n);
+}
+
+// ---- Softmax ----
+
+absl::StatusOr<int64_t> PrepareSoftmax(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const AxisStepParams p, c.Decode<AxisStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, -2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
+  return NormalizeStepAxis(c, p.axis, x->dims.size());
+}
+
+void RunSoftmax(const int64_t& axis, const StepRunContext& c) {
+  const Dims x = c.in_dims(0);
+  cpu::SoftmaxParams p;
+  p.outer = ProductOf(x, 0, axis);
+  p.n = x[axis];
+  p.inner = ProductOf(x, axis + 1, x.size());
+  if (p.outer * p.n * p.inner == 0) return;
+  cpu::Softmax<float>(p, c.in<float>(0), c.out<float>(0));
+}
+
+// ---- Unary ----
+
+absl::StatusOr<UnaryStepParams> PrepareUnary(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const UnaryStepParams p, c.Decode<UnaryStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
+  if (p.op < 0 || p.op > static_cast<int64_t>(UnaryOp::kLeakyRelu)) {
+    return c.Error(absl::StrCat("unknown unary op ", p.op));
+  }
+  return p;
+}
+
+void RunUnary(const UnaryStepParams& s, const StepRunContext& c) {
+  const int64_t n = NumElements(c.in_dims(0));
+  const float* x = c.in<float>(0);
+  float* y = c.out<float>(0);
+  cpu::UnaryParams p;
+  p.alpha = s.alpha;
+  p.beta = s.beta;
+  switch (static_cast<UnaryOp>(s.op)) {
+    case UnaryOp::kClip:
+      cpu::Clip<float>(x, y, n, s.alpha, s.beta, c.num_threads);
+      return;
+    case UnaryOp::kRelu:
+      p.kind = cpu::UnaryKind::kRelu;
+      break;
+    case UnaryOp::kSigmoid:
+      p.kind = cpu::UnaryKind::kSigmoid;
+      break;
+    case UnaryOp::kTanh:
+      p.kind = cpu::UnaryKind::kTanh;
+      break;
+    case UnaryOp::kHardSigmoid:
+      p.kind = cpu::UnaryKind::kHardSigmoid;
+      break;
+    case UnaryOp::kHardSwish:
+      p.kind = cpu::UnaryKind::kHardSwish;
+      break;
+    case UnaryOp::kLeakyRelu:
+      p.kind = cpu::UnaryKind::kLeakyRelu;
+      break;
+  }
+  cpu::UnaryFloat<float>(p, x, y, n, c.num_threads);
+}
+
+// ---- Binary ----
+
+struct BinaryState {
+  BinaryOp op;
+  cpu::ActivationF32 activation;
+};
+
+absl::StatusOr<BinaryState> PrepareBinary(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 2, 1));
+  QCC_ASSIGN_OR_RETURN(const BinaryStepParams p, c.Decode<BinaryStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* b, c.Input(1, "B", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  QCC_RETURN_IF_ERROR(CheckActivation(c, p.activation));
+  if (p.op < 0 || p.op > static_cast<int64_t>(BinaryOp::kDiv)) {
+    return c.Error(absl::StrCat("unknown binary op ", p.op));
+  }
+  for (int64_t batch : c.batches()) {
+    const Dims ad = DimsAtBatch(*a, batch), bd = DimsAtBatch(*b, batch);
+    const size_t rank = std::max(ad.size(), bd.size());
+    Dims want(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t ea = i + ad.size() >= rank ? ad[i + ad.size() - rank] : 1;
+      const int64_t eb = i + bd.size() >= rank ? bd[i + bd.size() - rank] : 1;
+      if (ea != eb && ea != 1 && eb != 1) {
+        return c.Error(absl::StrCat("A ", DimsToString(ad), " and B ", DimsToString(bd),
+                                    " do not broadcast at batch ", batch));
+      }
+      want[i] = ea == 1 ? eb : ea;
+    }
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
+  }
+  return BinaryState{static_cast<BinaryOp>(p.op), ToActivation(p.activation)};
+}
+
+void RunBinary(const BinaryState& s, const StepRunContext& c) {
+  const Dims y_dims = c.out_dims(0);
+  if (NumElements(y_dims) == 0) return;
+  const cpu::BroadcastPlan plan = cpu::MakeBroadcastPlan({c.in_dims(0), c.in_dims(1)}, y_dims);
+  const float* a = c.in<float>(0);
+  const float* b = c.in<float>(1);
+  float* y = c.out<float>(0);
+  switch (s.op) {
+    case BinaryOp::kAdd:
+      cpu::BinaryBroadcast(plan, a, b, y, cpu::AddFn(), c.num_threads);
+      break;
+    case BinaryOp::kSub:
+      cpu::BinaryBroadcast(plan, a, b, y, cpu::SubFn(), c.num_threads);
+      break;
+    case BinaryOp::kMul:
+      cpu::BinaryBroadcast(plan, a, b, y, cpu::MulFn(), c.num_threads);
+      break;
+    case BinaryOp::kDiv:
+      cpu::BinaryBroadcast(plan, a, b, y, cpu::DivFn(), c.num_threads);
+      break;
+  }
+  cpu::ApplyActivationF32(s.activation, y, plan.numel);
+}
+
+// ---- Pools ----
+
+struct PoolState {
+  PoolStepParams window;
+  bool count_include_pad = false;
+};
+
+cpu::PoolF32Params F32Pool(const PoolStepParams& w, const StepRunContext& c) {
+  const Dims x = c.in_dims(0), y = c.out_dims(0);
+  cpu::PoolF32Params p;
+  p.planes = x[0] * x[1];
+  p.in = {1, x[2], x[3]};
+  p.out = {1, y[2], y[3]};
+  p.kernel = {1, w.kernel_h, w.kernel_w};
+  p.stride = {1, w.stride_h, w.stride_w};
+  p.dilation = {1, w.dilation_h, w.dilation_w};
+  p.pad_begin = {0, w.pad_top, w.pad_left};
+  p.pad_end = {0, w.pad_bottom, w.pad_right};
+  p.num_threads = c.num_threads;
+  return p;
+}
+
+absl::Status CheckWindowedPool(const StepPrepareContext& c, const PoolStepParams& w) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, 4));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 4));
+  QCC_RETURN_IF_ERROR(CheckPoolWindow(c, w));
+  for (int64_t batch : c.batches()) {
+    QCC_ASSIGN_OR_RETURN(const Dims want, PoolOutDims(c, w, DimsAtBatch(*x, batch)));
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PoolState> PrepareMaxPool(const StepPrepareContext& c) {
+  QCC_ASSIGN_OR_RETURN(const PoolStepParams w, c.Decode<PoolStepParams>());
+  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, w));
+  return PoolState{w, false};
+}
+
+void RunMaxPool(const PoolState& s, const StepRunContext& c) {
+  cpu::MaxPoolF32(F32Pool(s.window, c), c.in<float>(0), c.out<float>(0), nullptr, false);
+}
+
+absl::StatusOr<PoolState> PrepareAveragePool(const StepPrepareContext& c) {
+  QCC_ASSIGN_OR_RETURN(const AveragePoolStepParams p, c.Decode<AveragePoolStepParams>());
+  if (p.count_include_pad != 0 && p.count_include_pad != 1) {
+    return c.Error(absl::StrCat("count_include_pad ", p.count_include_pad, " is not 0 or 1"));
+  }
+  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, p.pool));
+  return PoolState{p.pool, p.count_include_pad != 0};
+}
+
+void RunAveragePool(const PoolState& s, const StepRunContext& c) {
+  cpu::AveragePoolF32(F32Pool(s.window, c), s.count_include_pad, c.in<float>(0), c.out<float>(0));
+}
+
+absl::StatusOr<NoStepParams> PrepareGlobalAveragePool(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const NoStepParams p, c.Decode<NoStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  if (x->dims.size() < 3) return c.Error("input X must be N, C and at least one spatial axis");
+  for (int64_t batch : c.batches()) {
+    Dims want = DimsAtBatch(*x, batch);
+    std::fill(want.begin() + 2, want.end(), 1);
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
+  }
+  return p;
+}
+
+void RunGlobalAveragePool(const NoStepParams&, const StepRunContext& c) {
+  const Dims x = c.in_dims(0);
+  cpu::GlobalAveragePoolF32(x[0] * x[1], ProductOf(x, 2, x.size()), c.in<float>(0), c.out<float>(0),
+                            c.num_threads);
+}
+
+// ---- Concat ----
+
+absl::StatusOr<int64_t> PrepareConcat(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1 << 16, 1));
+  QCC_ASSIGN_OR_RETURN(const AxisStepParams p, c.Decode<AxisStepParams>());
+  const size_t n = c.step().inputs.size();
+  for (size_t i = 0; i < n; ++i) {
+    QCC_RETURN_IF_ERROR(c.Input(i, absl::StrCat("X", i), kF32).status());
+  }
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  QCC_ASSIGN_OR_RETURN(const int64_t axis, NormalizeStepAxis(c, p.axis, c.input(0)->dims.size()));
+  for (int64_t batch : c.batches()) {
+    std::vector<Dims> dims;
+    for (size_t i = 0; i < n; ++i) dims.push_back(DimsAtBatch(*c.input(i), batch));
+    QCC_ASSIGN_OR_RETURN(const Dims want, ConcatDims(c, dims, axis));
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
+  }
+  return axis;
+}
+
+void RunConcat(const int64_t& axis, const StepRunContext& c) {
+  const size_t n = c.step->inputs.size();
+  const Dims y = c.out_dims(0);
+  std::vector<int64_t> chunk_bytes(n);
+  std::vector<const void*> inputs(n);
+  for (size_t i = 0; i < n; ++i) {
+    chunk_bytes[i] = ProductOf(c.in_dims(i), axis, y.size()) * 4;
+    inputs[i] = c.in<float>(i);
+  }
+  cpu::ConcatBytes(ProductOf(y, 0, axis), chunk_bytes, inputs, c.out<float>(0));
+}
+
+}  // namespace
+
+void RegisterFloatSteps(StepRegistry& r) {
+  r.Add(StepKind::kConv, PrepareStep<cpu::ConvF32Params, PrepareConv, RunConv, ConvScratch>);
+  r.Add(StepKind::kGemm, PrepareStep<GemmState, PrepareGemm, RunGemm>);
+  r.Add(StepKind::kSoftmax, PrepareStep<int64_t, PrepareSoftmax, RunSoftmax>);
+  r.Add(StepKind::kUnary, PrepareStep<UnaryStepParams, PrepareUnary, RunUnary>);
+  r.Add(StepKind::kBinary, PrepareStep<BinaryState, PrepareBinary, RunBinary>);
+  r.Add(StepKind::kMaxPool, PrepareStep<PoolState, PrepareMaxPool, RunMaxPool>);
+  r.Add(StepKind::kAveragePool, PrepareStep<PoolState, PrepareAveragePool, RunAveragePool>);
+  r.Add(StepKind::kGlobalAveragePool,
+        PrepareStep<NoStepParams, PrepareGlobalAveragePool, RunGlobalAveragePool>);
+  r.Add(StepKind::kConcat, PrepareStep<int64_t, PrepareConcat, RunConcat>);
+}
+
+}  // namespace qcc::runtime
