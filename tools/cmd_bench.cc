@@ -1,4 +1,5 @@
-// `qcc bench MODEL.onnx [--batch N] [--threads N] [--warmup K] [--iters K] [--shape NAME=DIMS]`
+// `qcc bench MODEL.onnx|MODEL.plan [--batch N] [--threads N] [--warmup K] [--iters K] [--shape
+// NAME=DIMS]`
 
 #include <unistd.h>
 
@@ -6,17 +7,22 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backend_cpu/evaluator.h"
 #include "ir/printer.h"
+#include "passes/passes.h"
+#include "runtime/engine.h"
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/tool_io.h"
@@ -132,24 +138,49 @@ class Progress {
 }  // namespace
 
 absl::Status BenchCommand(const BenchOptions& opts) {
-  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
   const int threads = opts.threads > 0
                           ? opts.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  cpu::EvalOptions eval_options;
-  eval_options.num_threads = threads;
-  QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
-                       cpu::Evaluator::Create(*graph, eval_options));
-  QCC_ASSIGN_OR_RETURN(std::vector<Dims> shapes, InputShapes(*graph, opts));
+  // What runs: the int8/fp32 plan on the runtime, or the model's fused fp32 graph (the default
+  // pass pipeline, as calibration runs it) on the CPU evaluator.
+  std::function<absl::Status(const std::vector<Tensor>&)> run;
+  std::vector<std::pair<std::string, DType>> inputs;
+  std::vector<Dims> shapes;
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<cpu::Evaluator> evaluator;
+  std::shared_ptr<const runtime::Engine> engine;
+  std::unique_ptr<runtime::ExecutionContext> context;
+  if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
+    runtime::EngineOptions engine_options;
+    engine_options.num_threads = threads;
+    QCC_ASSIGN_OR_RETURN(engine, runtime::Engine::Load(opts.model, engine_options));
+    context = engine->CreateContext();
+    const int64_t batch = opts.batch > 0 ? opts.batch : engine->batch_min();
+    for (const runtime::TensorInfo& in : engine->inputs()) {
+      inputs.emplace_back(in.name, in.dtype);
+      Dims dims(in.dims.begin(), in.dims.end());
+      if (!dims.empty() && dims[0] < 0) dims[0] = batch;
+      shapes.push_back(dims);
+    }
+    run = [&](const std::vector<Tensor>& feeds) { return context->Run(feeds).status(); };
+  } else {
+    QCC_ASSIGN_OR_RETURN(graph, LoadModel(opts.model));
+    QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
+    cpu::EvalOptions eval_options;
+    eval_options.num_threads = threads;
+    QCC_ASSIGN_OR_RETURN(evaluator, cpu::Evaluator::Create(*graph, eval_options));
+    QCC_ASSIGN_OR_RETURN(shapes, InputShapes(*graph, opts));
+    for (const ir::Value* v : graph->inputs()) inputs.emplace_back(v->name(), v->dtype());
+    run = [&](const std::vector<Tensor>& feeds) { return evaluator->Run(feeds).status(); };
+  }
 
   std::mt19937 rng(opts.seed);
   std::vector<Tensor> feeds;
   int64_t batch = -1;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const ir::Value& v = *graph->inputs()[i];
-    feeds.push_back(RandomTensor(v.dtype(), shapes[i], rng));
-    std::printf("input '%s': %s%s (random, seed %u)\n", v.name().c_str(),
-                std::string(DTypeName(v.dtype())).c_str(), DimsToString(shapes[i]).c_str(),
+    feeds.push_back(RandomTensor(inputs[i].second, shapes[i], rng));
+    std::printf("input '%s': %s%s (random, seed %u)\n", inputs[i].first.c_str(),
+                std::string(DTypeName(inputs[i].second)).c_str(), DimsToString(shapes[i]).c_str(),
                 opts.seed);
     if (batch < 0 && !shapes[i].empty()) batch = shapes[i][0];
   }
@@ -165,12 +196,12 @@ absl::Status BenchCommand(const BenchOptions& opts) {
     Progress progress;
     for (int i = 0; i < opts.warmup; ++i) {
       progress.Update("warmup", i + 1, opts.warmup);
-      QCC_RETURN_IF_ERROR(evaluator->Run(feeds).status());
+      QCC_RETURN_IF_ERROR(run(feeds));
     }
     for (int i = 0; i < opts.iters; ++i) {
       progress.Update("iteration", i + 1, opts.iters);
       const auto start = std::chrono::steady_clock::now();
-      QCC_RETURN_IF_ERROR(evaluator->Run(feeds).status());
+      QCC_RETURN_IF_ERROR(run(feeds));
       const auto stop = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }

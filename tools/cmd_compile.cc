@@ -15,6 +15,7 @@
 #include "calib/calib_table.h"
 #include "calib/scale_solvers.h"
 #include "ir/fingerprint.h"
+#include "ir/shape_inference.h"
 #include "passes/passes.h"
 #include "passes/quantize.h"
 #include "runtime/plan_format.h"
@@ -62,6 +63,41 @@ absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_
   return absl::OkStatus();
 }
 
+/// Applies --shape NAME=D0,D1,... (a D of N keeps the input's batch extent) and re-infers.
+absl::Status ApplyShapes(const std::vector<std::string>& shapes, ir::Graph& graph) {
+  for (const std::string& arg : shapes) {
+    QCC_ASSIGN_OR_RETURN(auto name_value, SplitNameValue(arg, "--shape"));
+    ir::Value* input = nullptr;
+    for (ir::Value* v : graph.inputs()) {
+      if (v->name() == name_value.first) input = v;
+    }
+    if (input == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape '", arg, "': the model has no input '", name_value.first,
+                       "'; its inputs: ", InputNameList(graph)));
+    }
+    const std::vector<ir::Dim>* old = input->type().dims ? &*input->type().dims : nullptr;
+    std::vector<ir::Dim> dims;
+    for (absl::string_view d : absl::StrSplit(name_value.second, ',')) {
+      int64_t v = 0;
+      if (d == "N" && old != nullptr && dims.size() < old->size()) {
+        dims.push_back((*old)[dims.size()]);
+      } else if (absl::SimpleAtoi(d, &v) && v >= 0) {
+        dims.push_back(v);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--shape '", arg, "': extents are integers or N (the batch), e.g. x=N,3,48,192"));
+      }
+    }
+    if (old != nullptr && old->size() != dims.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape '", arg, "': input '", input->name(), "' has rank ", old->size()));
+    }
+    input->set_type(ir::TensorType(input->dtype(), dims));
+  }
+  return shapes.empty() ? absl::OkStatus() : ir::InferShapes(graph);
+}
+
 }  // namespace
 
 absl::Status CompileCommand(const CompileOptions& options) {
@@ -96,6 +132,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
       calib::CalibMethodSpec method,
       calib::ParseCalibMethod(options.calib_method.empty() ? table.settings.method
                                                            : options.calib_method));
+  QCC_RETURN_IF_ERROR(ApplyShapes(options.shapes, *graph));
   int64_t batch_min = 1, batch_max = 1;
   QCC_RETURN_IF_ERROR(ChooseBatch(options.batch, *graph, &batch_min, &batch_max));
 

@@ -63,11 +63,27 @@ struct CompileOptions {
   std::string calib_method;  // empty: the table's method
   std::vector<std::string> exclude;
   std::string target = "cpu";
-  std::string batch;  // "MIN:MAX" or "N"; empty: 1:32 for a dynamic batch
+  std::string batch;                // "MIN:MAX" or "N"; empty: 1:32 for a dynamic batch
+  std::vector<std::string> shapes;  // "NAME=N,3,48,192": fixes other dynamic extents (N: batch)
 };
 
 /// `qcc compile`: quantizes the fused model with the calibration table and writes a plan.
 absl::Status CompileCommand(const CompileOptions& options);
+
+struct CompareOptions {
+  std::string model;
+  std::string plan;
+  std::string data;
+  PreprocessOptions preprocess;
+  std::string labels;  // "NAME LABEL" lines
+  bool labels_from_folders = false;
+  int64_t max_samples = 0;
+  int64_t batch = 32;
+  int threads = 0;
+};
+
+/// `qcc compare`: the plan against the fp32 model on real data (tools/cmd_compare.cc).
+absl::Status CompareCommand(const CompareOptions& options);
 
 struct InspectOptions {
   std::string model;

@@ -205,8 +205,46 @@ int Main(int argc, char** argv) {
       ->add_option("--batch", compile.batch,
                    "Batch range of the plan, N or MIN:MAX (default 1:32 for a dynamic batch)")
       ->type_name("MIN:MAX");
+  compile_cmd
+      ->add_option("--shape", compile.shapes,
+                   "Fix an input's other dynamic extents, N keeping the batch (repeatable)")
+      ->type_name("NAME=N,D1,...")
+      ->check(NameEqualsValue("--shape x=N,3,48,192"))
+      ->allow_extra_args(false);
   compile_cmd->add_option("-o,--output", compile.output, "The plan (default: MODEL.plan)")
       ->type_name("MODEL.plan");
+
+  CompareOptions compare;
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "Measure a plan's accuracy against the fp32 model on real data");
+  compare_cmd->add_option("model", compare.model, "ONNX model file")
+      ->required()
+      ->type_name("MODEL.onnx");
+  compare_cmd->add_option("plan", compare.plan, "The plan compiled from it")
+      ->required()
+      ->type_name("MODEL.plan");
+  compare_cmd->add_option("data", compare.data, "Folder of images, .npy or .pb samples")
+      ->required()
+      ->type_name("DATA");
+  PreprocessFlags compare_preprocess(compare_cmd);
+  auto* labels_file = compare_cmd
+                          ->add_option("--labels", compare.labels,
+                                       "Labels as 'NAME LABEL' lines (NAME: path under DATA or "
+                                       "file name)")
+                          ->type_name("FILE");
+  compare_cmd
+      ->add_flag("--labels-from-folders", compare.labels_from_folders,
+                 "The label of DATA/<class>/<file> is <class>'s position among DATA's sorted "
+                 "sub-folders")
+      ->excludes(labels_file);
+  compare_cmd
+      ->add_option("--max-samples", compare.max_samples,
+                   "Use only the first N samples in sorted file order (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  compare_cmd->add_option("--batch", compare.batch, "Samples per inference (default 32)")
+      ->check(CLI::Range(1, 1 << 16));
+  compare_cmd->add_option("--threads", compare.threads, "CPU threads (0: every core)")
+      ->check(CLI::Range(0, 4096));
 
   InspectOptions inspect;
   CLI::App* inspect_cmd = app.add_subcommand(
@@ -264,6 +302,9 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
     status = CompileCommand(compile);
+  } else if (compare_cmd->parsed()) {
+    compare.preprocess = compare_preprocess.Collect();
+    status = CompareCommand(compare);
   } else if (inspect_cmd->parsed()) {
     status = InspectCommand(inspect);
   } else if (bench_cmd->parsed()) {

@@ -1,0 +1,230 @@
+// `qcc compare MODEL.onnx MODEL.plan DATA`: runs the fp32 model (CPU evaluator) and the plan
+// (runtime) on the same samples and reports how far the plan is from fp32: per output SQNR,
+// cosine similarity, max abs error and top-1 agreement, and labelled top-1/top-5 of both.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backend_cpu/evaluator.h"
+#include "calib/dataset.h"
+#include "ir/fingerprint.h"
+#include "passes/passes.h"
+#include "runtime/engine.h"
+#include "support/status.h"
+#include "tools/commands.h"
+#include "tools/compare_metrics.h"
+#include "tools/preprocess_options.h"
+#include "tools/progress.h"
+#include "tools/tool_io.h"
+
+namespace qcc::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Labels by sample file: from the class sub-folder's position among DATA's sorted sub-folders,
+/// or from a "NAME LABEL" text file (NAME the file's path relative to DATA, or its base name).
+class Labels {
+ public:
+  static absl::StatusOr<Labels> FromFolders(const std::string& data) {
+    Labels l;
+    l.data_ = fs::path(data);
+    std::vector<std::string> folders;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(data, ec)) {
+      if (e.is_directory()) folders.push_back(e.path().filename().string());
+    }
+    if (folders.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--labels-from-folders: '", data, "' has no class sub-folders (DATA/<class>/<file>)"));
+    }
+    std::sort(folders.begin(), folders.end());
+    for (size_t i = 0; i < folders.size(); ++i) l.by_folder_[folders[i]] = static_cast<int>(i);
+    return l;
+  }
+
+  static absl::StatusOr<Labels> FromFile(const std::string& path, const std::string& data) {
+    QCC_RETURN_IF_ERROR(CheckRegularFile(path, "labels file"));
+    Labels l;
+    l.data_ = fs::path(data);
+    std::ifstream in(path);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      std::istringstream fields(line);
+      std::string name, label_text;
+      int label = 0;
+      if (!(fields >> name)) continue;
+      if (!(fields >> label_text) || !absl::SimpleAtoi(label_text, &label) || label < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("labels file '", path, "' line ", number,
+                                                       ": expected 'NAME LABEL' with LABEL >= 0"));
+      }
+      l.by_name_[name] = label;
+    }
+    if (l.by_name_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("labels file '", path, "' has no labels"));
+    }
+    return l;
+  }
+
+  /// The label of the sample read from `file`, or -1 when unknown.
+  int Of(const std::string& file) const {
+    const fs::path rel = fs::path(file).lexically_relative(data_);
+    if (!by_folder_.empty()) {
+      auto it = by_folder_.find(rel.begin() == rel.end() ? "" : rel.begin()->string());
+      return it == by_folder_.end() ? -1 : it->second;
+    }
+    auto it = by_name_.find(rel.string());
+    if (it == by_name_.end()) it = by_name_.find(fs::path(file).filename().string());
+    return it == by_name_.end() ? -1 : it->second;
+  }
+
+ private:
+  fs::path data_;
+  std::map<std::string, int> by_folder_;
+  std::map<std::string, int> by_name_;
+};
+
+/// Stacks equal-shaped samples into one batch per input.
+std::vector<Tensor> Stack(const std::vector<calib::Sample>& samples) {
+  std::vector<Tensor> batch;
+  for (size_t i = 0; i < samples.front().tensors.size(); ++i) {
+    const Tensor& first = samples.front().tensors[i];
+    Dims dims = first.dims();
+    dims[0] = static_cast<int64_t>(samples.size());
+    Tensor t(first.dtype(), dims);
+    auto* out = static_cast<uint8_t*>(t.raw());
+    for (const calib::Sample& s : samples) {
+      std::memcpy(out, s.tensors[i].raw(), first.nbytes());
+      out += first.nbytes();
+    }
+    batch.push_back(std::move(t));
+  }
+  return batch;
+}
+
+}  // namespace
+
+absl::Status CompareCommand(const CompareOptions& options) {
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
+  runtime::EngineOptions engine_options;
+  engine_options.num_threads = threads;
+  QCC_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Engine> engine,
+                       runtime::Engine::Load(options.plan, engine_options));
+  const auto& meta = engine->plan().metadata;
+  if (auto it = meta.find("fingerprint");
+      it != meta.end() && it->second != ir::Fingerprint(*graph)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plan '", options.plan, "' was compiled from another model than '", options.model,
+        "' (fingerprint ", it->second, " vs ", ir::Fingerprint(*graph), ")"));
+  }
+  QCC_RETURN_IF_ERROR(CheckDirectory(options.data, "data folder"));
+  QCC_ASSIGN_OR_RETURN(calib::PreprocessSpec spec,
+                       ChoosePreprocessing(options.preprocess, options.data, *graph));
+  std::optional<Labels> labels;
+  if (options.labels_from_folders) {
+    QCC_ASSIGN_OR_RETURN(labels, Labels::FromFolders(options.data));
+  } else if (!options.labels.empty()) {
+    QCC_ASSIGN_OR_RETURN(labels, Labels::FromFile(options.labels, options.data));
+  }
+  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
+  cpu::EvalOptions eval_options;
+  eval_options.num_threads = threads;
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
+                       cpu::Evaluator::Create(*graph, eval_options));
+  std::unique_ptr<runtime::ExecutionContext> context = engine->CreateContext();
+
+  calib::DatasetOptions data_options;
+  data_options.preprocess = spec;
+  data_options.max_samples = options.max_samples;
+  QCC_ASSIGN_OR_RETURN(
+      std::unique_ptr<calib::Dataset> data,
+      calib::Dataset::Open(options.data, calib::GraphDataInputs(*graph), data_options));
+  const int64_t batch =
+      std::clamp<int64_t>(options.batch, engine->batch_min(), engine->batch_max());
+
+  std::vector<OutputMetrics> metrics;
+  for (const runtime::TensorInfo& out : engine->outputs()) metrics.emplace_back(out.name);
+  LabelledAccuracy fp32_accuracy, plan_accuracy;
+  ProgressBar progress("samples");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<calib::Sample> pending;
+  int64_t samples = 0;
+  auto flush = [&]() -> absl::Status {
+    if (pending.empty()) return absl::OkStatus();
+    std::vector<Tensor> inputs = Stack(pending);
+    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> want, evaluator->Run(inputs));
+    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> got, context->Run(inputs));
+    std::vector<int> batch_labels;
+    for (const calib::Sample& s : pending)
+      batch_labels.push_back(labels ? labels->Of(s.source) : -1);
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      const Tensor ref = CastTensor(want[i], DType::kFloat32);
+      const Tensor q = CastTensor(got[i], DType::kFloat32);
+      metrics[i].Add(ref, q);
+      if (i == 0 && labels) {
+        fp32_accuracy.Add(ref, batch_labels);
+        plan_accuracy.Add(q, batch_labels);
+      }
+    }
+    samples += static_cast<int64_t>(pending.size());
+    progress.Update(samples, data->size());
+    pending.clear();
+    return absl::OkStatus();
+  };
+  while (true) {
+    calib::Sample sample;
+    QCC_ASSIGN_OR_RETURN(bool more, data->Next(&sample));
+    if (!more) break;
+    const bool same =
+        pending.empty() || pending.front().tensors[0].dims() == sample.tensors[0].dims();
+    if (!same) QCC_RETURN_IF_ERROR(flush());
+    pending.push_back(std::move(sample));
+    if (static_cast<int64_t>(pending.size()) >= batch) QCC_RETURN_IF_ERROR(flush());
+  }
+  QCC_RETURN_IF_ERROR(flush());
+  progress.Finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::printf("compared %lld samples in %.1f s: fp32 model (CPU evaluator) vs plan %s (%s)\n",
+              static_cast<long long>(samples), seconds, options.plan.c_str(),
+              meta.count("precision") ? meta.at("precision").c_str() : "?");
+  for (const OutputMetrics& m : metrics) std::printf("%s\n", m.Describe().c_str());
+  std::string machine = absl::StrCat("compare: samples=", samples);
+  if (!metrics.empty()) absl::StrAppend(&machine, " ", metrics.front().MachineFields());
+  if (labels) {
+    std::printf(
+        "labelled (%lld samples with a label): fp32 top-1 %.2f%% top-5 %.2f%% | plan "
+        "top-1 %.2f%% top-5 %.2f%% | top-1 change %+.2f points\n",
+        static_cast<long long>(fp32_accuracy.count()), 100 * fp32_accuracy.top1(),
+        100 * fp32_accuracy.top5(), 100 * plan_accuracy.top1(), 100 * plan_accuracy.top5(),
+        100 * (plan_accuracy.top1() - fp32_accuracy.top1()));
+    absl::StrAppend(&machine, absl::StrFormat(" fp32_top1=%.4f plan_top1=%.4f fp32_top5=%.4f "
+                                              "plan_top5=%.4f",
+                                              fp32_accuracy.top1(), plan_accuracy.top1(),
+                                              fp32_accuracy.top5(), plan_accuracy.top5()));
+  }
+  std::printf("%s\n", machine.c_str());
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace qcc::tools
