@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "passes/fuse_util.h"
 #include "runtime/memory_plan.h"
 #include "runtime/steps.h"
@@ -149,6 +150,13 @@ class Lowering {
   absl::StatusOr<int32_t> I8(const ir::Value* v, const ir::Node& user);
   /// A new buffer for output `v` of a step: the graph output buffer for fp32 graph outputs.
   absl::StatusOr<int32_t> Output(const ir::Value* v, DType dtype);
+  /// Notes an int8 tensor's scale and zero point in the plan's metadata ("quant:<tensor>" ->
+  /// "<scale> <zero point>"), so reports can dequantize intermediate buffers.
+  void RecordParams(const ir::Value* v) {
+    const passes::QuantParams& q = d_.params.at(v);
+    plan_.metadata[absl::StrCat("quant:", v->name())] =
+        absl::StrFormat("%.9g %d", q.scale, q.zero_point);
+  }
   absl::Status LowerInt8(const ir::Node& node);
   absl::Status LowerFloat(const ir::Node& node);
   absl::Status LowerMovement(const ir::Node& node, bool int8);
@@ -187,6 +195,7 @@ absl::StatusOr<int32_t> Lowering::I8(const ir::Value* v, const ir::Node& user) {
   QCC_ASSIGN_OR_RETURN(const int32_t in, F32(v, user));
   QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
   const int32_t out = NewBuffer(DType::kInt8, dims, BufferKind::kArena, v->name() + ":int8");
+  RecordParams(v);
   const passes::QuantParams& q = d_.params.at(v);
   Emit(StepKind::kQuantize, user, {in}, out,
        WithParams(runtime::QuantizeParams{q.scale, q.zero_point}));
@@ -198,6 +207,7 @@ absl::StatusOr<int32_t> Lowering::Output(const ir::Value* v, DType dtype) {
   if (dtype == DType::kFloat32) {
     if (auto it = graph_outputs_.find(v); it != graph_outputs_.end()) return it->second;
   }
+  if (dtype == DType::kInt8) RecordParams(v);
   QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
   return NewBuffer(dtype, dims, BufferKind::kArena,
                    dtype == DType::kInt8 ? v->name() + ":int8" : v->name());

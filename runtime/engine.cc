@@ -226,6 +226,16 @@ absl::Status ExecutionContext::Execute(absl::Span<const Tensor> inputs, absl::Sp
       ctx.scratch = scratch_.get();
     }
     engine.steps_[i]->Run(ctx);
+    if (observer_) {
+      for (int32_t id : plan.steps[i].outputs) {
+        const PlanBuffer& b = plan.buffers[id];
+        Dims dims(b.dims.begin(), b.dims.end());
+        if (!dims.empty() && dims[0] < 0) dims[0] = batch;
+        // A non-owning view: the storage's deleter does nothing.
+        std::shared_ptr<uint8_t> view(static_cast<uint8_t*>(buffers_[id]), [](uint8_t*) {});
+        observer_(i, id, Tensor(b.dtype, std::move(dims), std::move(view)));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #define QCC_RUNTIME_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,6 +113,11 @@ class ExecutionContext {
   /// dims at the inputs' batch (e.g. tensors kept from an earlier run of the same batch).
   absl::Status RunInto(absl::Span<const Tensor> inputs, absl::Span<Tensor> outputs);
 
+  /// Called after every step with the step's index and each of its outputs (a view of the
+  /// buffer valid only during the call): for debugging and per-layer accuracy reports.
+  using StepObserver = std::function<void(size_t step, int32_t buffer, const Tensor& value)>;
+  void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
+
   const Engine& engine() const { return *engine_; }
   /// Arena bytes this context holds now.
   uint64_t arena_capacity() const { return arena_capacity_; }
@@ -124,6 +130,7 @@ class ExecutionContext {
   std::shared_ptr<uint8_t> arena_, scratch_;
   uint64_t arena_capacity_ = 0, scratch_capacity_ = 0;
   std::vector<void*> buffers_;  // by buffer id, for the current run
+  StepObserver observer_;
 };
 
 }  // namespace qcc::runtime

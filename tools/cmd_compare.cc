@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -25,6 +26,8 @@
 #include "ir/fingerprint.h"
 #include "passes/passes.h"
 #include "runtime/engine.h"
+#include "runtime/steps.h"
+#include "support/quantize.h"
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/compare_metrics.h"
@@ -117,6 +120,78 @@ std::vector<Tensor> Stack(const std::vector<calib::Sample>& samples) {
   return batch;
 }
 
+/// Per-layer error: every int8 tensor of the plan, dequantized, against the fp32 model's value
+/// of the same tensor.
+class PerLayer {
+ public:
+  explicit PerLayer(const runtime::Plan& plan) : plan_(plan) {}
+
+  /// Captures fp32 values (the evaluator reuses its buffers, so each is copied).
+  void OnFp32(const ir::Value& v, const Tensor& t) {
+    if (!IsFloat(t.dtype())) return;
+    Tensor copy(DType::kFloat32, t.dims());
+    const Tensor f = CastTensor(t, DType::kFloat32);
+    std::memcpy(copy.raw(), f.raw(), f.nbytes());
+    fp32_[v.name()] = std::move(copy);
+  }
+
+  /// Compares an int8 step output with the captured fp32 value of its tensor.
+  void OnStep(size_t step, int32_t buffer, const Tensor& value) {
+    const runtime::PlanBuffer& b = plan_.buffers[buffer];
+    const std::string suffix = ":int8";
+    if (b.dtype != DType::kInt8 || b.name.size() <= suffix.size()) return;
+    const std::string tensor = b.name.substr(0, b.name.size() - suffix.size());
+    auto meta = plan_.metadata.find("quant:" + tensor);
+    auto ref = fp32_.find(tensor);
+    if (meta == plan_.metadata.end() || ref == fp32_.end() ||
+        ref->second.numel() != value.numel()) {
+      return;
+    }
+    float scale = 1;
+    int zp = 0;
+    if (std::sscanf(meta->second.c_str(), "%f %d", &scale, &zp) != 2) return;
+    Entry& e = entries_[tensor];
+    if (e.node.empty()) {
+      e.node = plan_.steps[step].name;
+      e.kernel = std::string(runtime::StepKindName(plan_.steps[step].kind));
+    }
+    const int8_t* q = value.data<int8_t>();
+    const float* r = ref->second.data<float>();
+    for (int64_t i = 0; i < value.numel(); ++i) {
+      const double x = r[i], y = DequantizeValue(q[i], scale, zp);
+      e.signal += x * x;
+      e.noise += (x - y) * (x - y);
+    }
+  }
+
+  void Print() const {
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto& [tensor, e] : entries_) {
+      order.emplace_back(e.noise == 0 ? std::numeric_limits<double>::infinity()
+                                      : 10 * std::log10(e.signal / e.noise),
+                         tensor);
+    }
+    std::sort(order.begin(), order.end());
+    std::printf("per layer (%zu int8 tensors, worst SQNR first; exclude a node with --exclude):\n",
+                order.size());
+    std::printf("%4s %9s  %-14s %-40s %s\n", "rank", "SQNR dB", "kernel", "node", "tensor");
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Entry& e = entries_.at(order[i].second);
+      std::printf("%4zu %9.2f  %-14s %-40s %s\n", i + 1, order[i].first, e.kernel.c_str(),
+                  e.node.c_str(), order[i].second.c_str());
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string node, kernel;
+    double signal = 0, noise = 0;
+  };
+  const runtime::Plan& plan_;
+  absl::flat_hash_map<std::string, Tensor> fp32_;
+  std::map<std::string, Entry> entries_;
+};
+
 }  // namespace
 
 absl::Status CompareCommand(const CompareOptions& options) {
@@ -145,11 +220,20 @@ absl::Status CompareCommand(const CompareOptions& options) {
     QCC_ASSIGN_OR_RETURN(labels, Labels::FromFile(options.labels, options.data));
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
+  PerLayer per_layer(engine->plan());
   cpu::EvalOptions eval_options;
   eval_options.num_threads = threads;
+  if (options.per_layer) {
+    eval_options.on_value = [&](const ir::Value& v, const Tensor& t) { per_layer.OnFp32(v, t); };
+  }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
                        cpu::Evaluator::Create(*graph, eval_options));
   std::unique_ptr<runtime::ExecutionContext> context = engine->CreateContext();
+  if (options.per_layer) {
+    context->set_step_observer([&](size_t step, int32_t buffer, const Tensor& value) {
+      per_layer.OnStep(step, buffer, value);
+    });
+  }
 
   calib::DatasetOptions data_options;
   data_options.preprocess = spec;
@@ -222,6 +306,7 @@ absl::Status CompareCommand(const CompareOptions& options) {
                                               fp32_accuracy.top1(), plan_accuracy.top1(),
                                               fp32_accuracy.top5(), plan_accuracy.top5()));
   }
+  if (options.per_layer) per_layer.Print();
   std::printf("%s\n", machine.c_str());
   std::fflush(stdout);
   return absl::OkStatus();

@@ -77,6 +77,7 @@ struct CompareOptions {
   PreprocessOptions preprocess;
   std::string labels;  // "NAME LABEL" lines
   bool labels_from_folders = false;
+  bool per_layer = false;  // rank every int8 tensor by its SQNR against fp32
   int64_t max_samples = 0;
   int64_t batch = 32;
   int threads = 0;

@@ -237,6 +237,8 @@ int Main(int argc, char** argv) {
                  "The label of DATA/<class>/<file> is <class>'s position among DATA's sorted "
                  "sub-folders")
       ->excludes(labels_file);
+  compare_cmd->add_flag("--per-layer", compare.per_layer,
+                        "Rank every int8 tensor by its SQNR against fp32, worst first");
   compare_cmd
       ->add_option("--max-samples", compare.max_samples,
                    "Use only the first N samples in sorted file order (0: all)")
