@@ -16,7 +16,9 @@ namespace qcc::runtime {
 namespace {
 
 std::string Describe(DType dtype, absl::Span<const int64_t> dims) {
-  return absl::StrCat(DTypeName(dtype), " ", DimsToString(dims));
+  std::vector<std::string> parts;
+  for (int64_t d : dims) parts.push_back(d < 0 ? "N" : absl::StrCat(d));
+  return absl::StrCat(DTypeName(dtype), " [", absl::StrJoin(parts, ","), "]");
 }
 
 // 64-byte aligned, uninitialised storage; nullptr when the allocation fails.

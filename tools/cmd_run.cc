@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -10,9 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "backend_cpu/evaluator.h"
 #include "frontend/tensor_proto.h"
 #include "ir/printer.h"
+#include "runtime/engine.h"
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/tool_io.h"
@@ -30,9 +33,21 @@ std::string JoinPath(const std::string& dir, const std::string& file) {
 
 // The graph inputs, in order, from --input files first and then --test-data's input_K.pb.
 // `sources` receives the file each input came from.
-absl::StatusOr<std::vector<Tensor>> GatherInputs(const ir::Graph& graph, const RunOptions& opts,
+/// A model input as `qcc run` names it: from an ONNX graph or from a plan.
+struct InputDesc {
+  std::string name;
+  std::string type_text;  // "f32[N,3,32,32]"
+};
+
+std::string NameList(const std::vector<InputDesc>& inputs) {
+  std::vector<std::string> names;
+  for (const InputDesc& in : inputs) names.push_back("'" + in.name + "'");
+  return absl::StrJoin(names, ", ");
+}
+
+absl::StatusOr<std::vector<Tensor>> GatherInputs(const std::vector<InputDesc>& inputs,
+                                                 const RunOptions& opts,
                                                  std::vector<std::string>* sources) {
-  const auto& inputs = graph.inputs();
   std::vector<Tensor> feeds(inputs.size());
   sources->assign(inputs.size(), "");
   for (const std::string& arg : opts.inputs) {
@@ -40,12 +55,12 @@ absl::StatusOr<std::vector<Tensor>> GatherInputs(const ir::Graph& graph, const R
     const auto& [name, file] = name_file;
     size_t index = inputs.size();
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i]->name() == name) index = i;
+      if (inputs[i].name == name) index = i;
     }
     if (index == inputs.size()) {
       return absl::InvalidArgumentError(absl::StrCat("--input '", arg,
                                                      "': the model has no input '", name,
-                                                     "'; its inputs are ", InputNameList(graph)));
+                                                     "'; its inputs are ", NameList(inputs)));
     }
     if (feeds[index].defined()) {
       return absl::InvalidArgumentError(
@@ -64,15 +79,15 @@ absl::StatusOr<std::vector<Tensor>> GatherInputs(const ir::Graph& graph, const R
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (feeds[i].defined()) continue;
-    const ir::Value& v = *inputs[i];
-    std::string hint = absl::StrCat("give --input ", v.name(), "=FILE.npy");
+    const InputDesc& v = inputs[i];
+    std::string hint = absl::StrCat("give --input ", v.name, "=FILE.npy");
     if (opts.test_data.empty()) {
       absl::StrAppend(&hint, " or --test-data DIR");
     } else {
       absl::StrAppend(&hint, " (test data folder '", opts.test_data, "' has no input_", i, ".pb)");
     }
-    return absl::InvalidArgumentError(absl::StrCat("no value for model input '", v.name(), "' (",
-                                                   ir::TypeToString(graph, v.type()), "): ", hint));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no value for model input '", v.name, "' (", v.type_text, "): ", hint));
   }
   return feeds;
 }
@@ -156,11 +171,15 @@ void PrintComparison(const Tensor& got, const Tensor& want, const std::string& r
 }
 
 // Adds the source file to an evaluator error about one input ("input 'x' must be f32, ...").
-absl::Status NameInputFile(const absl::Status& s, const ir::Graph& graph,
+absl::Status NameInputFile(const absl::Status& s, const std::vector<InputDesc>& inputs,
                            const std::vector<std::string>& sources) {
-  for (size_t i = 0; i < graph.inputs().size(); ++i) {
-    const std::string prefix = absl::StrCat("input '", graph.inputs()[i]->name(), "'");
-    if (absl::StartsWith(s.message(), prefix) && !sources[i].empty()) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // "input 'x' ..." (evaluator) or "input 0 'x': ..." (runtime).
+    const std::string prefix = absl::StrCat("input '", inputs[i].name, "'");
+    const std::string indexed = absl::StrCat("input ", i, " '", inputs[i].name, "'");
+    const bool about_it =
+        absl::StartsWith(s.message(), prefix) || absl::StartsWith(s.message(), indexed);
+    if (about_it && !sources[i].empty()) {
       return absl::Status(s.code(), absl::StrCat(s.message(), " (read from '", sources[i], "')"));
     }
   }
@@ -171,15 +190,42 @@ absl::Status NameInputFile(const absl::Status& s, const ir::Graph& graph,
 
 absl::Status RunCommand(const RunOptions& opts) {
   if (!opts.test_data.empty()) QCC_RETURN_IF_ERROR(CheckDirectory(opts.test_data, "--test-data"));
-  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
-  cpu::EvalOptions eval_options;
-  eval_options.num_threads = opts.threads;
-  QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
-                       cpu::Evaluator::Create(*graph, eval_options));
+  // A plan runs on the runtime, a model in fp32 on the CPU evaluator.
+  std::vector<InputDesc> inputs;
+  std::vector<std::string> output_names;
+  std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)> run;
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<cpu::Evaluator> evaluator;
+  std::unique_ptr<runtime::ExecutionContext> context;
+  if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
+    runtime::EngineOptions engine_options;
+    engine_options.num_threads = opts.threads;
+    QCC_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Engine> engine,
+                         runtime::Engine::Load(opts.model, engine_options));
+    for (const runtime::TensorInfo& in : engine->inputs()) {
+      std::vector<std::string> dims;
+      for (int64_t d : in.dims) dims.push_back(d < 0 ? "N" : absl::StrCat(d));
+      inputs.push_back(
+          {in.name, absl::StrCat(DTypeName(in.dtype), "[", absl::StrJoin(dims, ","), "]")});
+    }
+    for (const runtime::TensorInfo& out : engine->outputs()) output_names.push_back(out.name);
+    context = engine->CreateContext();
+    run = [&](const std::vector<Tensor>& feeds) { return context->Run(feeds); };
+  } else {
+    QCC_ASSIGN_OR_RETURN(graph, LoadModel(opts.model));
+    cpu::EvalOptions eval_options;
+    eval_options.num_threads = opts.threads;
+    QCC_ASSIGN_OR_RETURN(evaluator, cpu::Evaluator::Create(*graph, eval_options));
+    for (const ir::Value* v : graph->inputs()) {
+      inputs.push_back({v->name(), ir::TypeToString(*graph, v->type())});
+    }
+    for (const ir::Value* v : graph->outputs()) output_names.push_back(v->name());
+    run = [&](const std::vector<Tensor>& feeds) { return evaluator->Run(feeds); };
+  }
   std::vector<std::string> sources;
-  QCC_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, GatherInputs(*graph, opts, &sources));
-  absl::StatusOr<std::vector<Tensor>> outputs = evaluator->Run(feeds);
-  if (!outputs.ok()) return NameInputFile(outputs.status(), *graph, sources);
+  QCC_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, GatherInputs(inputs, opts, &sources));
+  absl::StatusOr<std::vector<Tensor>> outputs = run(feeds);
+  if (!outputs.ok()) return NameInputFile(outputs.status(), inputs, sources);
 
   // Reference outputs are read before anything is written, so a bad one leaves no files.
   std::vector<Tensor> references(outputs->size());
@@ -195,7 +241,7 @@ absl::Status RunCommand(const RunOptions& opts) {
 
   for (size_t k = 0; k < outputs->size(); ++k) {
     const Tensor& t = (*outputs)[k];
-    std::printf("output %zu '%s': %s%s  %s\n", k, graph->outputs()[k]->name().c_str(),
+    std::printf("output %zu '%s': %s%s  %s\n", k, output_names[k].c_str(),
                 std::string(DTypeName(t.dtype())).c_str(), DimsToString(t.dims()).c_str(),
                 StatsText(t).c_str());
     PrintTop1(t);
@@ -206,8 +252,7 @@ absl::Status RunCommand(const RunOptions& opts) {
     QCC_RETURN_IF_ERROR(EnsureDirectory(opts.output_dir, "--output-dir"));
     for (size_t k = 0; k < outputs->size(); ++k) {
       const std::string path = JoinPath(opts.output_dir, absl::StrCat("output_", k, ".pb"));
-      QCC_RETURN_IF_ERROR(
-          frontend::WriteTensorProtoFile(path, (*outputs)[k], graph->outputs()[k]->name()));
+      QCC_RETURN_IF_ERROR(frontend::WriteTensorProtoFile(path, (*outputs)[k], output_names[k]));
       std::printf("wrote %s\n", path.c_str());
     }
   }
