@@ -132,8 +132,12 @@ class Lowering {
   }
   void Emit(StepKind kind, const ir::Node& node, std::vector<int32_t> inputs, int32_t output,
             PlanStep step = {}) {
+    Emit(kind, node.name(), std::move(inputs), output, std::move(step));
+  }
+  void Emit(StepKind kind, const std::string& name, std::vector<int32_t> inputs, int32_t output,
+            PlanStep step = {}) {
     step.kind = static_cast<uint32_t>(kind);
-    step.name = node.name();
+    step.name = name;
     step.inputs = std::move(inputs);
     step.outputs = {output};
     plan_.steps.push_back(std::move(step));
@@ -168,6 +172,8 @@ class Lowering {
   runtime::Plan plan_;
   absl::flat_hash_map<const ir::Value*, int32_t> f32_, i8_;
   absl::flat_hash_map<const ir::Value*, int32_t> graph_outputs_;
+  /// fp16 graph outputs: computed in fp32, then cast into these buffers.
+  absl::flat_hash_map<const ir::Value*, int32_t> f16_outputs_;
 };
 
 absl::StatusOr<int32_t> Lowering::F32(const ir::Value* v, const ir::Node& user) {
@@ -536,7 +542,11 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
       const auto& a = node.attrs<ir::SoftmaxAttrs>();
       const int64_t rank = static_cast<int64_t>(y->type().dims->size());
       const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
-      if (a.coerce_2d && axis != rank - 1) {
+      // Opset < 13 flattens [axis, rank) into one axis: the same as a softmax over `axis`
+      // when every later extent is 1 (squeezenet's [N, 1000, 1, 1]).
+      bool trailing_ones = true;
+      for (int64_t k = axis + 1; k < rank; ++k) trailing_ones &= (*y->type().dims)[k] == 1;
+      if (a.coerce_2d && !trailing_ones) {
         return absl::UnimplementedError(absl::StrCat(
             "node '", node.name(), "': opset < 13 Softmax over a non-final axis in a plan"));
       }
@@ -618,30 +628,44 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
   plan_.batch_max = options_.batch_max;
   for (const ir::Value* v : graph_.inputs()) {
     QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
-    if (v->dtype() != DType::kFloat32) {
-      return absl::UnimplementedError(
-          absl::StrCat("input '", v->name(), "' is ", DTypeName(v->dtype()),
-                       "; plans take fp32 inputs for now (an fp16 input needs a Cast step)"));
+    if (v->dtype() != DType::kFloat32 && v->dtype() != DType::kFloat16) {
+      return absl::UnimplementedError(absl::StrCat("input '", v->name(), "' is ",
+                                                   DTypeName(v->dtype()),
+                                                   "; plans take fp32 or fp16 inputs"));
     }
     const int32_t b = NewBuffer(v->dtype(), dims, BufferKind::kInput, v->name());
-    f32_[v] = b;
     plan_.inputs.push_back({v->name(), b});
+    if (v->dtype() == DType::kFloat16) {
+      // Computed in fp32 (int8 steps quantize from it).
+      const int32_t f = NewBuffer(DType::kFloat32, dims, BufferKind::kArena, v->name() + ":f32");
+      Emit(StepKind::kCast, "cast " + v->name(), {b}, f, WithParams(runtime::NoStepParams{}));
+      f32_[v] = f;
+    } else {
+      f32_[v] = b;
+    }
   }
   for (const ir::Value* v : graph_.outputs()) {
-    if (graph_outputs_.contains(v)) continue;
+    if (graph_outputs_.contains(v) || f16_outputs_.contains(v)) continue;
     QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
-    if (v->dtype() != DType::kFloat32 || v->is_graph_input() || v->constant() != nullptr) {
-      return absl::UnimplementedError(
-          absl::StrCat("output '", v->name(), "': plans produce fp32 outputs computed by a step"));
+    const bool f16 = v->dtype() == DType::kFloat16;
+    if ((v->dtype() != DType::kFloat32 && !f16) || v->is_graph_input() ||
+        v->constant() != nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "output '", v->name(), "': plans produce fp32 or fp16 outputs computed by a step"));
     }
-    const int32_t b = NewBuffer(DType::kFloat32, dims, BufferKind::kOutput, v->name());
-    graph_outputs_[v] = b;
+    const int32_t b = NewBuffer(v->dtype(), dims, BufferKind::kOutput, v->name());
+    (f16 ? f16_outputs_ : graph_outputs_)[v] = b;
     plan_.outputs.push_back({v->name(), b});
   }
   for (const auto& node : graph_.nodes()) {
     QCC_RETURN_IF_ERROR(d_.runs_int8(node.get()) ? LowerInt8(*node) : LowerFloat(*node));
     // A graph output produced in int8 is dequantized into its output buffer right away.
     for (const ir::Value* v : node->outputs()) {
+      if (auto f16 = f16_outputs_.find(v); f16 != f16_outputs_.end()) {
+        QCC_ASSIGN_OR_RETURN(const int32_t f, F32(v, *node));
+        Emit(StepKind::kCast, *node, {f}, f16->second, WithParams(runtime::NoStepParams{}));
+        continue;
+      }
       auto out = graph_outputs_.find(v);
       if (out == graph_outputs_.end() || f32_.contains(v)) continue;
       const passes::QuantParams& q = d_.params.at(v);

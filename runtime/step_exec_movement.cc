@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "backend_cpu/kernels/movement.h"
 #include "backend_cpu/kernels/pad.h"
+#include "backend_cpu/kernels/qelementwise.h"
 #include "runtime/step_exec.h"
 #include "support/float16.h"
 #include "support/status.h"
@@ -207,7 +208,33 @@ void RunPad(const PadState& s, const StepRunContext& c) {
 
 }  // namespace
 
+// ---- Cast (f16 <-> f32) ----
+
+absl::StatusOr<NoStepParams> PrepareCast(const StepPrepareContext& c) {
+  QCC_ASSIGN_OR_RETURN(const NoStepParams p, c.Decode<NoStepParams>());
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  const PlanBuffer* x = c.input(0);
+  const PlanBuffer& y = c.output(0);
+  const bool widen = x != nullptr && x->dtype == DType::kFloat16 && y.dtype == DType::kFloat32;
+  const bool narrow = x != nullptr && x->dtype == DType::kFloat32 && y.dtype == DType::kFloat16;
+  if (!widen && !narrow) return c.Error("Cast converts f16 to f32 or f32 to f16 only");
+  for (int64_t batch : c.batches()) {
+    QCC_RETURN_IF_ERROR(c.CheckDims(y, "output", batch, DimsAtBatch(*x, batch)));
+  }
+  return p;
+}
+
+void RunCast(const NoStepParams&, const StepRunContext& c) {
+  const int64_t n = NumElements(c.in_dims(0));
+  if (c.plan->buffers[c.step->inputs[0]].dtype == DType::kFloat16) {
+    cpu::ConvertF16ToF32(n, c.in<uint16_t>(0), c.out<float>(0), c.num_threads);
+  } else {
+    cpu::ConvertF32ToF16(n, c.in<float>(0), c.out<uint16_t>(0), c.num_threads);
+  }
+}
+
 void RegisterMovementSteps(StepRegistry& r) {
+  r.Add(StepKind::kCast, PrepareStep<NoStepParams, PrepareCast, RunCast>);
   r.Add(StepKind::kReshape, PrepareStep<NoStepParams, PrepareReshape, RunReshape>);
   r.Add(StepKind::kTranspose, PrepareStep<std::vector<int64_t>, PrepareTranspose, RunTranspose>);
   r.Add(StepKind::kSlice, PrepareStep<SliceStepParams, PrepareSlice, RunSlice>);

@@ -23,6 +23,7 @@
 //   Unary               X f32 -> Y f32          Binary   A f32, B f32 (numpy broadcast) -> Y f32
 //   MaxPool, AveragePool, GlobalAveragePool    X f32 NCHW -> Y f32
 //   Concat              X0..Xn f32 -> Y f32 along `axis`
+//   Cast                X f16 -> Y f32, or X f32 -> Y f16 (same shape; fp16 model inputs/outputs)
 #ifndef QCC_RUNTIME_STEPS_H_
 #define QCC_RUNTIME_STEPS_H_
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "support/float16.h"
 #include "tests/runtime/engine_test_util.h"
 
 namespace qcc::runtime {
@@ -226,6 +227,45 @@ TEST(EngineFloatStepsTest, ConcatAlongChannels) {
         want.data<float>()[(n * 4 + r) * 2 + c] =
             r == 0 ? t0.data<float>()[n * 2 + c] : t1.data<float>()[(n * 3 + r - 1) * 2 + c];
   ExpectTensorsNear(out[0], want, 0);
+}
+
+TEST(EngineFloatStepsTest, CastF16ToF32AndBack) {
+  // fp16 in -> f32 -> Relu -> f16 out: every value of a few fp16 bit patterns round trips
+  // exactly through support/float16.h's conversions.
+  const std::vector<uint16_t> bits = {0x0000, 0x3c00, 0xbc00, 0x7bff, 0x0001, 0x3555, 0xc900};
+  const int64_t n = static_cast<int64_t>(bits.size());
+  PlanBuilder b(1, 2);
+  const int32_t x = b.Input("x", DType::kFloat16, {-1, n});
+  const int32_t f = b.Arena("f", kF32, {-1, n});
+  const int32_t r = b.Arena("r", kF32, {-1, n});
+  const int32_t y = b.Output("y", DType::kFloat16, {-1, n});
+  b.Step(StepKind::kCast, "widen", {x}, {f}, NoStepParams{});
+  UnaryStepParams relu;
+  relu.op = static_cast<int64_t>(UnaryOp::kRelu);
+  b.Step(StepKind::kUnary, "relu", {f}, {r}, relu);
+  b.Step(StepKind::kCast, "narrow", {r}, {y}, NoStepParams{});
+  Tensor in(DType::kFloat16, {2, n});
+  for (int64_t row = 0; row < 2; ++row) {
+    for (int64_t i = 0; i < n; ++i) in.data<uint16_t>()[row * n + i] = bits[i];
+  }
+  const std::vector<Tensor> out = RunPlan(b.plan(), {in});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].dtype(), DType::kFloat16);
+  for (int64_t i = 0; i < 2 * n; ++i) {
+    const float v = HalfToFloat(bits[i % n]);
+    EXPECT_EQ(out[0].data<uint16_t>()[i], FloatToHalf(v > 0 ? v : 0.0f)) << i;
+  }
+}
+
+TEST(EngineFloatStepsTest, CastRejectsOtherDtypes) {
+  PlanBuilder b(1, 1);
+  const int32_t x = b.Input("x", kF32, {1, 4});
+  const int32_t y = b.Output("y", DType::kInt8, {1, 4});
+  b.Step(StepKind::kCast, "bad", {x}, {y}, NoStepParams{});
+  absl::StatusOr<std::shared_ptr<const Engine>> engine = Engine::Create(b.plan());
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("f16 to f32 or f32 to f16"), std::string::npos)
+      << engine.status();
 }
 
 }  // namespace
