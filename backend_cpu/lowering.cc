@@ -1,6 +1,7 @@
 #include "backend_cpu/lowering.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 #include <string>
@@ -76,32 +77,68 @@ runtime::StepActivation FloatActivation(const Attrs& a) {
 /// An attribute list of 2 spatial values, or `fallback` when empty.
 int64_t At(const ir::Ints& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; }
 
-runtime::ConvGeometry Geometry(const ir::ConvAttrs& a) {
+/// Explicit pads [begin_h, begin_w, end_h, end_w] for `auto_pad` (ONNX: SAME_* gives
+/// ceil(in / stride) outputs, the odd pad at the end for SAME_UPPER and at the start for
+/// SAME_LOWER; VALID none) on an input of spatial extents `in`.
+std::array<int64_t, 4> ResolvePads(ir::AutoPad auto_pad, const ir::Ints& pads,
+                                   const std::array<int64_t, 2>& in,
+                                   const std::array<int64_t, 2>& kernel,
+                                   const std::array<int64_t, 2>& stride,
+                                   const std::array<int64_t, 2>& dilation) {
+  std::array<int64_t, 4> p = {At(pads, 0, 0), At(pads, 1, 0), At(pads, 2, 0), At(pads, 3, 0)};
+  if (auto_pad == ir::AutoPad::kValid) return {0, 0, 0, 0};
+  if (auto_pad != ir::AutoPad::kSameUpper && auto_pad != ir::AutoPad::kSameLower) return p;
+  for (int a = 0; a < 2; ++a) {
+    const int64_t out = (in[a] + stride[a] - 1) / stride[a];
+    const int64_t total =
+        std::max<int64_t>(0, (out - 1) * stride[a] + (kernel[a] - 1) * dilation[a] + 1 - in[a]);
+    const int64_t small = total / 2, large = total - small;
+    p[a] = auto_pad == ir::AutoPad::kSameUpper ? small : large;
+    p[a + 2] = total - p[a];
+  }
+  return p;
+}
+
+/// Spatial extents (H, W) of a rank-4 value's type (0 when unknown).
+std::array<int64_t, 2> Spatial(const ir::Value* v) {
+  const auto& d = *v->type().dims;
+  return {ir::IsKnown(d[2]) ? d[2] : 0, ir::IsKnown(d[3]) ? d[3] : 0};
+}
+
+runtime::ConvGeometry Geometry(const ir::Node& node) {
+  const auto& a = node.attrs<ir::ConvAttrs>();
   runtime::ConvGeometry g;
   g.stride_h = At(a.strides, 0, 1);
   g.stride_w = At(a.strides, 1, 1);
-  g.pad_top = At(a.pads, 0, 0);
-  g.pad_left = At(a.pads, 1, 0);
-  g.pad_bottom = At(a.pads, 2, 0);
-  g.pad_right = At(a.pads, 3, 0);
   g.dilation_h = At(a.dilations, 0, 1);
   g.dilation_w = At(a.dilations, 1, 1);
+  const std::array<int64_t, 4> pads =
+      ResolvePads(a.auto_pad, a.pads, Spatial(node.input(0)), Spatial(node.input(1)),
+                  {g.stride_h, g.stride_w}, {g.dilation_h, g.dilation_w});
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.pad_bottom = pads[2];
+  g.pad_right = pads[3];
   g.group = a.group;
   return g;
 }
 
-runtime::PoolStepParams Pool(const ir::PoolAttrs& a) {
+runtime::PoolStepParams Pool(const ir::Node& node) {
+  const auto& a = node.attrs<ir::PoolAttrs>();
   runtime::PoolStepParams p;
   p.kernel_h = At(a.kernel_shape, 0, 1);
   p.kernel_w = At(a.kernel_shape, 1, 1);
   p.stride_h = At(a.strides, 0, 1);
   p.stride_w = At(a.strides, 1, 1);
-  p.pad_top = At(a.pads, 0, 0);
-  p.pad_left = At(a.pads, 1, 0);
-  p.pad_bottom = At(a.pads, 2, 0);
-  p.pad_right = At(a.pads, 3, 0);
   p.dilation_h = At(a.dilations, 0, 1);
   p.dilation_w = At(a.dilations, 1, 1);
+  const std::array<int64_t, 4> pads =
+      ResolvePads(a.auto_pad, a.pads, Spatial(node.input(0)), {p.kernel_h, p.kernel_w},
+                  {p.stride_h, p.stride_w}, {p.dilation_h, p.dilation_w});
+  p.pad_top = pads[0];
+  p.pad_left = pads[1];
+  p.pad_bottom = pads[2];
+  p.pad_right = pads[3];
   p.ceil_mode = a.ceil_mode;
   return p;
 }
@@ -316,7 +353,7 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
       const passes::QuantizedWeights& w = d_.weights.at(&node);
       const auto& a = node.attrs<ir::ConvAttrs>();
       runtime::QConvStepParams p;
-      p.geometry = Geometry(a);
+      p.geometry = Geometry(node);
       p.pad_value = d_.params.at(x).zero_point;
       p.zp_out = qy.zero_point;
       std::tie(p.lo, p.hi) = Clamp(a, qy);
@@ -357,7 +394,7 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
     }
     case OpKind::kMaxPool: {
       QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
-      Emit(StepKind::kQMaxPool, node, {in}, out, WithParams(Pool(node.attrs<ir::PoolAttrs>())));
+      Emit(StepKind::kQMaxPool, node, {in}, out, WithParams(Pool(node)));
       return absl::OkStatus();
     }
     case OpKind::kAveragePool:
@@ -366,7 +403,7 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
       const passes::QuantParams& qx = d_.params.at(x);
       runtime::QAveragePoolStepParams p;
       if (node.kind() == OpKind::kAveragePool) {
-        p.pool = Pool(node.attrs<ir::PoolAttrs>());
+        p.pool = Pool(node);
         p.count_include_pad = node.attrs<ir::PoolAttrs>().count_include_pad;
       }
       p.multiplier = RescaleMultiplier(qx.scale, qy.scale);
@@ -446,12 +483,8 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
   switch (node.kind()) {
     case OpKind::kConv: {
       const auto& a = node.attrs<ir::ConvAttrs>();
-      if (a.auto_pad != ir::AutoPad::kNotSet && a.auto_pad != ir::AutoPad::kValid) {
-        return absl::UnimplementedError(
-            absl::StrCat("node '", node.name(), "': Conv with auto_pad SAME in a plan"));
-      }
       kind = StepKind::kConv;
-      step = WithParams(runtime::ConvStepParams{Geometry(a), FloatActivation(a)});
+      step = WithParams(runtime::ConvStepParams{Geometry(node), FloatActivation(a)});
       num_inputs = 3;
       break;
     }
@@ -556,12 +589,12 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
     }
     case OpKind::kMaxPool:
       kind = StepKind::kMaxPool;
-      step = WithParams(Pool(node.attrs<ir::PoolAttrs>()));
+      step = WithParams(Pool(node));
       break;
     case OpKind::kAveragePool:
       kind = StepKind::kAveragePool;
       step = WithParams(runtime::AveragePoolStepParams{
-          Pool(node.attrs<ir::PoolAttrs>()), node.attrs<ir::PoolAttrs>().count_include_pad});
+          Pool(node), node.attrs<ir::PoolAttrs>().count_include_pad});
       break;
     case OpKind::kGlobalAveragePool:
       kind = StepKind::kGlobalAveragePool;

@@ -68,9 +68,6 @@ std::string Int8Blocker(const ir::Node& node) {
     case OpKind::kConv: {
       const auto& a = node.attrs<ir::ConvAttrs>();
       if (!IsStaticRank(x, 4)) return "only 2-D convolutions run in int8";
-      if (a.auto_pad != ir::AutoPad::kNotSet && a.auto_pad != ir::AutoPad::kValid) {
-        return "auto_pad SAME is not lowered to int8 yet";
-      }
       if (!fuse::ConstantF32(node.input(1))) return "the weights are not constant";
       if (node.input(2) && !fuse::ConstantF32(node.input(2))) return "the bias is not constant";
       if (!ClampableActivation(a)) return "a fused LeakyRelu is not an int8 clamp";

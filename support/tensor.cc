@@ -146,7 +146,11 @@ Tensor CastTensor(const Tensor& t, DType to) {
   const int64_t n = t.numel();
   switch (to) {
     case DType::kFloat32:
-      if (t.dtype() == DType::kInt64) {
+      if (t.dtype() == DType::kFloat16) {  // the hot case: fp16 models computed in fp32
+        const uint16_t* src = t.data<uint16_t>();
+        float* dst = out.data<float>();
+        for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+      } else if (t.dtype() == DType::kInt64) {
         for (int64_t i = 0; i < n; ++i)
           out.data<float>()[i] = static_cast<float>(t.data<int64_t>()[i]);
       } else {
@@ -157,6 +161,12 @@ Tensor CastTensor(const Tensor& t, DType to) {
       StoreAll(t, out.data<double>());
       break;
     case DType::kFloat16:
+      if (t.dtype() == DType::kFloat32) {
+        const float* src = t.data<float>();
+        uint16_t* dst = out.data<uint16_t>();
+        for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+        break;
+      }
       for (int64_t i = 0; i < n; ++i) {
         out.data<uint16_t>()[i] = FloatToHalf(static_cast<float>(t.GetAsDouble(i)));
       }
