@@ -1,0 +1,99 @@
+// The accuracy bars of the int8 compile on the shared real data (issue 4), run end to end through
+// the qcc command line exactly as a user would: calibrate on 500 images (every 10th of the
+// folder, or all 500 photos), compile --int8 --per-channel, compare against fp32 with labels.
+// ctest label "slow" (about a minute on 2 cores).
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/tools/qcc_runner.h"
+
+namespace qcc::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Shared(const std::string& rel) { return std::string(QCC_SHARED_DIR) + "/" + rel; }
+
+/// The key=value fields of the `compare:` line.
+std::map<std::string, double> CompareFields(const std::string& out) {
+  std::map<std::string, double> fields;
+  for (const std::string& line : Lines(out)) {
+    if (line.rfind("compare: ", 0) != 0) continue;
+    std::istringstream words(line.substr(9));
+    for (std::string w; words >> w;) {
+      const size_t eq = w.find('=');
+      if (eq != std::string::npos) fields[w.substr(0, eq)] = std::stod(w.substr(eq + 1));
+    }
+  }
+  return fields;
+}
+
+class Int8AccuracyBars : public QccTest {
+ protected:
+  /// calibrate -> compile -> compare; returns the compare fields.
+  std::map<std::string, double> MainJob(const std::string& model, const std::string& data,
+                                        const std::vector<std::string>& preprocess,
+                                        const std::vector<std::string>& calib_extra,
+                                        const std::vector<std::string>& labels) {
+    std::vector<std::string> calibrate = {"calibrate", model, data, "-o", Path("t.json")};
+    calibrate.insert(calibrate.end(), preprocess.begin(), preprocess.end());
+    calibrate.insert(calibrate.end(), calib_extra.begin(), calib_extra.end());
+    const QccResult c = Qcc(calibrate);
+    EXPECT_EQ(c.exit_code, 0) << c.err;
+    const QccResult p = Qcc({"compile", model, "--int8", "--per-channel", "--calib", Path("t.json"),
+                             "-o", Path("m.plan")});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    std::vector<std::string> compare = {"compare", model, Path("m.plan"), data};
+    compare.insert(compare.end(), preprocess.begin(), preprocess.end());
+    compare.insert(compare.end(), labels.begin(), labels.end());
+    const QccResult r = Qcc(compare);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::printf("%s", r.out.c_str());
+    return CompareFields(r.out);
+  }
+};
+
+TEST_F(Int8AccuracyBars, Resnet20WithinOnePointOnTheFiveThousandCifarImages) {
+  auto f = MainJob(Shared("models/resnet20-cifar10/model.onnx"), Shared("data/cifar10-test"),
+                   {"--resize", "32", "--crop", "32", "--scale", "0.00392156862745098", "--mean",
+                    "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"},
+                   {"--shard", "0/10"}, {"--labels-from-folders"});
+  ASSERT_EQ(f["samples"], 5000);
+  EXPECT_NEAR(f["fp32_top1"], 0.8102, 0.005);  // DATA.md's independent baseline
+  EXPECT_LE(std::abs(f["plan_top1"] - f["fp32_top1"]), 0.010);
+}
+
+TEST_F(Int8AccuracyBars, Mnist8WithinPointThreeOfFp32) {
+  auto f = MainJob(Shared("models/mnist-8/model.onnx"), Shared("data/mnist-test"), {},
+                   {"--shard", "0/10"}, {"--labels-from-folders"});
+  ASSERT_EQ(f["samples"], 5000);
+  EXPECT_NEAR(f["fp32_top1"], 0.9830, 0.001);
+  EXPECT_LE(std::abs(f["plan_top1"] - f["fp32_top1"]), 0.003);
+}
+
+TEST_F(Int8AccuracyBars, SqueezenetWithinTwoPointsAndNinetyPercentAgreement) {
+  // Labels: the first three digits of each photo's name are its class index.
+  std::string labels;
+  for (const auto& e : fs::directory_iterator(Shared("data/imagenet-val-sample"))) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".jpg") continue;
+    labels += name + " " + std::to_string(std::stoi(name.substr(0, 3))) + "\n";
+  }
+  const std::string labels_file = WriteBytes("labels.txt", labels);
+  auto f = MainJob(
+      Shared("models/squeezenet1.1/model-fp16.onnx"), Shared("data/imagenet-val-sample"),
+      {"--resize", "256", "--crop", "224", "--channel-order", "bgr", "--mean", "104,117,123"}, {},
+      {"--labels", labels_file});
+  ASSERT_EQ(f["samples"], 500);
+  EXPECT_NEAR(f["fp32_top1"], 0.592, 0.005);
+  EXPECT_LE(std::abs(f["plan_top1"] - f["fp32_top1"]), 0.020);
+  EXPECT_GE(f["agreement"], 0.90);
+}
+
+}  // namespace
+}  // namespace qcc::testing
