@@ -254,6 +254,10 @@ absl::Status CompareCommand(const CompareOptions& options) {
   auto flush = [&]() -> absl::Status {
     if (pending.empty()) return absl::OkStatus();
     std::vector<Tensor> inputs = Stack(pending);
+    if (options.per_layer) {
+      // The evaluator reports node outputs only; the model inputs are quantized too.
+      for (size_t i = 0; i < inputs.size(); ++i) per_layer.OnFp32(*graph->inputs()[i], inputs[i]);
+    }
     QCC_ASSIGN_OR_RETURN(std::vector<Tensor> want, evaluator->Run(inputs));
     QCC_ASSIGN_OR_RETURN(std::vector<Tensor> got, context->Run(inputs));
     std::vector<int> batch_labels;

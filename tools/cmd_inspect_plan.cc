@@ -102,7 +102,7 @@ absl::Status InspectPlanCommand(const std::string& path) {
   std::printf("  weights: %llu B (%s) against %s B in the source model%s\n",
               static_cast<unsigned long long>(total), absl::StrJoin(parts, ", ").c_str(),
               Meta(plan, "model_weight_bytes").c_str(),
-              known && total > 0
+              known && model_bytes > 0 && total > 0
                   ? absl::StrCat(" (", absl::SixDigits(model_bytes / total), "x smaller)").c_str()
                   : "");
   for (int64_t batch : {plan.batch_min, plan.batch_max}) {

@@ -115,9 +115,11 @@ int Main(int argc, char** argv) {
   app.require_subcommand(0, 1);
 
   RunOptions run;
-  CLI::App* run_cmd =
-      app.add_subcommand("run", "Run a model in fp32 on the CPU evaluator and write its outputs");
-  run_cmd->add_option("model", run.model, "ONNX model file")->required()->type_name("MODEL.onnx");
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run a model (fp32, CPU evaluator) or a plan (runtime) and write its outputs");
+  run_cmd->add_option("model", run.model, "ONNX model or compiled plan")
+      ->required()
+      ->type_name("MODEL.onnx|MODEL.plan");
   run_cmd
       ->add_option("--input", run.inputs,
                    "A model input from a .npy or ONNX TensorProto .pb file (repeatable)")
@@ -250,19 +252,20 @@ int Main(int argc, char** argv) {
 
   InspectOptions inspect;
   CLI::App* inspect_cmd = app.add_subcommand(
-      "inspect", "Print a model's IR and a summary, or a calibration table's ranges and scales");
-  inspect_cmd->add_option("model", inspect.model, "ONNX model file or calibration table")
+      "inspect",
+      "Print a model's IR, a calibration table's ranges and scales, or a plan's steps and memory");
+  inspect_cmd->add_option("model", inspect.model, "ONNX model, calibration table or plan")
       ->required()
-      ->type_name("MODEL.onnx|TABLE.json");
+      ->type_name("MODEL.onnx|TABLE.json|MODEL.plan");
   inspect_cmd->add_flag("--passes", inspect.passes,
                         "Run the default pass pipeline first and print what each pass changed");
 
   BenchOptions bench;
-  CLI::App* bench_cmd =
-      app.add_subcommand("bench", "Time the fp32 CPU evaluator on seeded random inputs");
-  bench_cmd->add_option("model", bench.model, "ONNX model file")
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Time a model's fused fp32 graph or a plan on seeded random inputs");
+  bench_cmd->add_option("model", bench.model, "ONNX model or compiled plan")
       ->required()
-      ->type_name("MODEL.onnx");
+      ->type_name("MODEL.onnx|MODEL.plan");
   bench_cmd
       ->add_option("--batch", bench.batch, "Batch size for a dynamic leading extent (default 1)")
       ->check(CLI::Range(1, 1 << 20));
@@ -313,7 +316,9 @@ int Main(int argc, char** argv) {
     status = BenchCommand(bench);
   } else {
     PrintError(
-        "a command is required: run, calibrate, inspect or bench (run 'qcc --help' for usage)");
+        "a command is required: calibrate, compile, compare, run, inspect or bench (run 'qcc "
+        "--help' "
+        "for usage)");
     return kExitUsage;
   }
   if (!status.ok()) {
