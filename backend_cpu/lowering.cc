@@ -198,6 +198,28 @@ class Lowering {
     plan_.metadata[absl::StrCat("quant:", v->name())] =
         absl::StrFormat("%.9g %d", q.scale, q.zero_point);
   }
+  /// The f16 buffer of `v` (fp16 plans): a Cast of its fp32 buffer when there is none yet.
+  absl::StatusOr<int32_t> F16(const ir::Value* v, const ir::Node& user) {
+    if (auto it = f16_.find(v); it != f16_.end()) return it->second;
+    QCC_ASSIGN_OR_RETURN(const int32_t f, F32(v, user));
+    QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
+    const int32_t h = NewBuffer(DType::kFloat16, dims, BufferKind::kArena, v->name() + ":f16");
+    Emit(StepKind::kCast, user, {f}, h, WithParams(runtime::NoStepParams{}));
+    f16_[v] = h;
+    return h;
+  }
+  /// Records `out` (fp32, just written by a step) as `y`'s value; an fp16 plan rounds it to f16
+  /// (a Cast) and keeps only the rounded copy, except for graph outputs.
+  void FinishFloat(const ir::Value* y, int32_t out, const ir::Node& node) {
+    if (!options_.fp16 || graph_outputs_.contains(y)) {
+      f32_[y] = out;
+      return;
+    }
+    const PlanBuffer& b = plan_.buffers[out];
+    const int32_t h = NewBuffer(DType::kFloat16, b.dims, BufferKind::kArena, y->name() + ":f16");
+    Emit(StepKind::kCast, node, {out}, h, WithParams(runtime::NoStepParams{}));
+    f16_[y] = h;
+  }
   absl::Status LowerInt8(const ir::Node& node);
   absl::Status LowerFloat(const ir::Node& node);
   absl::Status LowerMovement(const ir::Node& node, bool int8);
@@ -207,7 +229,7 @@ class Lowering {
   const passes::QuantDecision& d_;
   LowerOptions options_;
   runtime::Plan plan_;
-  absl::flat_hash_map<const ir::Value*, int32_t> f32_, i8_;
+  absl::flat_hash_map<const ir::Value*, int32_t> f32_, i8_, f16_;
   absl::flat_hash_map<const ir::Value*, int32_t> graph_outputs_;
   /// fp16 graph outputs: computed in fp32, then cast into these buffers.
   absl::flat_hash_map<const ir::Value*, int32_t> f16_outputs_;
@@ -216,9 +238,16 @@ class Lowering {
 absl::StatusOr<int32_t> Lowering::F32(const ir::Value* v, const ir::Node& user) {
   if (auto it = f32_.find(v); it != f32_.end()) return it->second;
   if (std::optional<Tensor> c = passes::fuse::ConstantF32(v)) {
-    const int32_t b = Weight(v->name(), *c);
+    const int32_t b = Weight(v->name(), options_.fp16 ? CastTensor(*c, DType::kFloat16) : *c);
     f32_[v] = b;
     return b;
+  }
+  if (auto h = f16_.find(v); h != f16_.end()) {
+    QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
+    const int32_t out = NewBuffer(DType::kFloat32, dims, BufferKind::kArena, v->name());
+    Emit(StepKind::kCast, user, {h->second}, out, WithParams(runtime::NoStepParams{}));
+    f32_[v] = out;
+    return out;
   }
   auto it = i8_.find(v);
   if (it == i8_.end()) {
@@ -259,9 +288,18 @@ absl::StatusOr<int32_t> Lowering::Output(const ir::Value* v, DType dtype) {
 absl::Status Lowering::LowerMovement(const ir::Node& node, bool int8) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
-  QCC_ASSIGN_OR_RETURN(const int32_t in, int8 ? I8(x, node) : F32(x, node));
-  QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, int8 ? DType::kInt8 : DType::kFloat32));
-  (int8 ? i8_ : f32_)[y] = out;
+  // fp16 plans move f16 bytes (a graph output is produced in fp32).
+  const bool half = !int8 && options_.fp16 && !graph_outputs_.contains(y);
+  const DType dtype = int8 ? DType::kInt8 : half ? DType::kFloat16 : DType::kFloat32;
+  QCC_ASSIGN_OR_RETURN(const int32_t in, int8 ? I8(x, node) : half ? F16(x, node) : F32(x, node));
+  int32_t out;
+  if (half) {
+    QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*y));
+    out = NewBuffer(DType::kFloat16, dims, BufferKind::kArena, y->name() + ":f16");
+  } else {
+    QCC_ASSIGN_OR_RETURN(out, Output(y, dtype));
+  }
+  (int8 ? i8_ : half ? f16_ : f32_)[y] = out;
   const auto& in_dims = *x->type().dims;
   const int64_t rank = static_cast<int64_t>(in_dims.size());
   switch (node.kind()) {
@@ -615,8 +653,8 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
   }
   for (int i = 0; i < num_inputs; ++i) QCC_RETURN_IF_ERROR(input(i));
   QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, DType::kFloat32));
-  f32_[y] = out;
   Emit(kind, node, ins, out, std::move(step));
+  FinishFloat(y, out, node);
   return absl::OkStatus();
 }
 
@@ -668,11 +706,18 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
     }
     const int32_t b = NewBuffer(v->dtype(), dims, BufferKind::kInput, v->name());
     plan_.inputs.push_back({v->name(), b});
-    if (v->dtype() == DType::kFloat16) {
+    if (v->dtype() == DType::kFloat16 && options_.fp16) {
+      f16_[v] = b;
+    } else if (v->dtype() == DType::kFloat16) {
       // Computed in fp32 (int8 steps quantize from it).
       const int32_t f = NewBuffer(DType::kFloat32, dims, BufferKind::kArena, v->name() + ":f32");
       Emit(StepKind::kCast, "cast " + v->name(), {b}, f, WithParams(runtime::NoStepParams{}));
       f32_[v] = f;
+    } else if (options_.fp16) {
+      // Rounded to f16 first, as an fp16 plan on the GPU takes it.
+      const int32_t h = NewBuffer(DType::kFloat16, dims, BufferKind::kArena, v->name() + ":f16");
+      Emit(StepKind::kCast, "cast " + v->name(), {b}, h, WithParams(runtime::NoStepParams{}));
+      f16_[v] = h;
     } else {
       f32_[v] = b;
     }
@@ -701,6 +746,11 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
       }
       auto out = graph_outputs_.find(v);
       if (out == graph_outputs_.end() || f32_.contains(v)) continue;
+      if (auto h = f16_.find(v); h != f16_.end()) {
+        Emit(StepKind::kCast, *node, {h->second}, out->second, WithParams(runtime::NoStepParams{}));
+        f32_[v] = out->second;
+        continue;
+      }
       const passes::QuantParams& q = d_.params.at(v);
       Emit(StepKind::kDequantize, *node, {i8_.at(v)}, out->second,
            WithParams(runtime::QuantizeParams{q.scale, q.zero_point}));

@@ -18,6 +18,11 @@ struct LowerOptions {
   /// fixed batch must be compiled with that batch).
   int64_t batch_min = 1;
   int64_t batch_max = 1;
+  /// fp16 plan: float weights stored as f16 and every float activation rounded to f16 between
+  /// steps (Cast steps around each fp32 step; the CPU computes in fp32 from fp16 storage, so the
+  /// numbers are the ones an fp16 GPU plan gives). Graph inputs are rounded too; outputs stay
+  /// in the model's type.
+  bool fp16 = false;
 };
 
 /// The plan of `graph` (after passes::DefaultPipeline, shapes inferred). Nodes in

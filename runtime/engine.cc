@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/thread_pool.h"
 #include "runtime/plan_format.h"
 #include "runtime/step_exec.h"
 #include "runtime/steps.h"
+#include "support/float16.h"
 #include "support/status.h"
 
 namespace qcc::runtime {
@@ -27,6 +30,28 @@ std::shared_ptr<uint8_t> AllocateAligned(uint64_t bytes) {
   void* p = std::aligned_alloc(64, rounded);
   if (p == nullptr) return nullptr;
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+/// fp16 plans store their float weights as f16; the CPU computes in fp32 from that storage, so
+/// every f16 weight buffer is widened to f32 once, here (the steps then see f32 weights). The
+/// widened copies are appended to the plan's weight section (a mapped section is copied first).
+absl::Status WidenHalfWeights(Plan& plan) {
+  for (PlanBuffer& b : plan.buffers) {
+    if (b.kind != BufferKind::kWeight || b.dtype != DType::kFloat16) continue;
+    const absl::Span<const uint8_t> bytes = plan.Weight(b.weight);
+    const size_t n = bytes.size() / 2;
+    std::vector<float> wide(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      wide[i] = HalfToFloat(h);
+    }
+    const PlanWeight& old = plan.weights[b.weight];
+    b.weight = plan.AddWeight(old.name + ":f32", DType::kFloat32, old.dims, wide.data(),
+                              n * sizeof(float));
+    b.dtype = DType::kFloat32;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -54,6 +79,7 @@ absl::StatusOr<std::shared_ptr<const Engine>> Engine::CreateFrom(Plan plan, Engi
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   engine->num_threads_ = std::clamp(threads, 1, cpu::kMaxParallelThreads);
 
+  QCC_RETURN_IF_ERROR(WidenHalfWeights(engine->plan_));
   engine->weight_addresses_.assign(p.buffers.size(), nullptr);
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     if (p.buffers[i].kind == BufferKind::kWeight) {
@@ -214,6 +240,9 @@ absl::Status ExecutionContext::Execute(absl::Span<const Tensor> inputs, absl::Sp
   }
   for (size_t i = 0; i < outputs.size(); ++i) buffers_[plan.outputs[i].buffer] = outputs[i].raw();
 
+  // The fp32 GEMM (Conv/Gemm steps) takes its thread count from a process-wide setting, as the
+  // evaluator sets it per run.
+  cpu::SetGemmThreads(engine.num_threads_);
   StepRunContext ctx;
   ctx.plan = &plan;
   ctx.buffers = &buffers_;

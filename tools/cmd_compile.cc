@@ -104,11 +104,6 @@ absl::Status CompileCommand(const CompileOptions& options) {
   if (options.int8 == options.fp16) {
     return absl::InvalidArgumentError("pass exactly one of --int8 and --fp16");
   }
-  if (options.fp16) {
-    return absl::UnimplementedError(
-        "--fp16 plans are not built yet (they come with the CUDA backend's fp16 kernels); use "
-        "--int8");
-  }
   if (options.target != "cpu") {
     return absl::UnimplementedError(
         absl::StrCat("--target ", options.target,
@@ -117,21 +112,23 @@ absl::Status CompileCommand(const CompileOptions& options) {
   }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
   const std::string fingerprint = ir::Fingerprint(*graph);
-  const std::string table_path =
-      options.calib.empty() ? BesideModel(options.model, ".calib.json") : options.calib;
-  if (!PathExists(table_path)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--int8 needs a calibration table and '", table_path,
-                     "' does not exist: run 'qcc "
-                     "calibrate ",
-                     options.model, " DATA' first, or pass --calib TABLE.json"));
+  // int8 needs the table (checked before anything else is done); fp16 needs no ranges.
+  calib::CalibTable table;
+  calib::CalibMethodSpec method;
+  if (options.int8) {
+    const std::string table_path =
+        options.calib.empty() ? BesideModel(options.model, ".calib.json") : options.calib;
+    if (!PathExists(table_path)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--int8 needs a calibration table and '", table_path, "' does not exist: run 'qcc ",
+          "calibrate ", options.model, " DATA' first, or pass --calib TABLE.json"));
+    }
+    QCC_ASSIGN_OR_RETURN(table, calib::ReadCalibTable(table_path));
+    QCC_RETURN_IF_ERROR(calib::CheckFingerprint(table, *graph));
+    QCC_ASSIGN_OR_RETURN(
+        method, calib::ParseCalibMethod(options.calib_method.empty() ? table.settings.method
+                                                                     : options.calib_method));
   }
-  QCC_ASSIGN_OR_RETURN(calib::CalibTable table, calib::ReadCalibTable(table_path));
-  QCC_RETURN_IF_ERROR(calib::CheckFingerprint(table, *graph));
-  QCC_ASSIGN_OR_RETURN(
-      calib::CalibMethodSpec method,
-      calib::ParseCalibMethod(options.calib_method.empty() ? table.settings.method
-                                                           : options.calib_method));
   QCC_RETURN_IF_ERROR(ApplyShapes(options.shapes, *graph));
   int64_t batch_min = 1, batch_max = 1;
   QCC_RETURN_IF_ERROR(ChooseBatch(options.batch, *graph, &batch_min, &batch_max));
@@ -151,32 +148,44 @@ absl::Status CompileCommand(const CompileOptions& options) {
     }
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
-  std::map<std::string, passes::TensorRange> ranges;
-  for (const auto& [name, stats] : table.tensors) {
-    if (options.asymmetric) {
-      const calib::AsymmetricRange r = calib::SolveAsymmetric(stats, method);
-      ranges[name] = {r.lo, r.hi};
-    } else {
-      const calib::SymmetricRange r = calib::SolveSymmetric(stats, method);
-      ranges[name] = {-r.amax, r.amax};
+  passes::QuantDecision decision;  // fp16: no int8 node
+  if (options.int8) {
+    std::map<std::string, passes::TensorRange> ranges;
+    for (const auto& [name, stats] : table.tensors) {
+      if (options.asymmetric) {
+        const calib::AsymmetricRange r = calib::SolveAsymmetric(stats, method);
+        ranges[name] = {r.lo, r.hi};
+      } else {
+        const calib::SymmetricRange r = calib::SolveSymmetric(stats, method);
+        ranges[name] = {-r.amax, r.amax};
+      }
     }
+    passes::QuantizeOptions qopts;
+    qopts.per_channel = !options.per_tensor;
+    qopts.asymmetric = options.asymmetric;
+    qopts.exclude = options.exclude;
+    QCC_ASSIGN_OR_RETURN(decision, passes::AssignPrecision(*graph, ranges, qopts));
+  } else if (!options.exclude.empty()) {
+    return absl::InvalidArgumentError("--exclude applies to --int8 (an fp16 plan has no int8 op)");
   }
-  passes::QuantizeOptions qopts;
-  qopts.per_channel = !options.per_tensor;
-  qopts.asymmetric = options.asymmetric;
-  qopts.exclude = options.exclude;
-  QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
-                       passes::AssignPrecision(*graph, ranges, qopts));
   cpu::LowerOptions lower;
   lower.batch_min = batch_min;
   lower.batch_max = batch_max;
+  lower.fp16 = options.fp16;
   QCC_ASSIGN_OR_RETURN(runtime::Plan plan, cpu::LowerToCpuPlan(*graph, decision, lower));
   plan.metadata["fingerprint"] = fingerprint;
   plan.metadata["qcc_version"] = QCC_VERSION;
-  plan.metadata["precision"] = "int8";
-  plan.metadata["weights"] = options.per_tensor ? "per-tensor" : "per-channel";
-  plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
-  plan.metadata["calib_method"] = calib::CalibMethodName(method);
+  if (options.int8) {
+    plan.metadata["precision"] = "int8";
+    plan.metadata["weights"] = options.per_tensor ? "per-tensor" : "per-channel";
+    plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
+    plan.metadata["calib_method"] = calib::CalibMethodName(method);
+  } else {
+    plan.metadata["precision"] = "fp16";
+    plan.metadata["weights"] = "fp16";
+    plan.metadata["activations"] = "fp16";
+    plan.metadata["calib_method"] = "none";
+  }
   plan.metadata["parameters"] = absl::StrCat(parameters);
   plan.metadata["model_weight_bytes"] = absl::StrCat(model_weight_bytes);
   plan.metadata["source"] = fs::path(options.model).filename().string();
@@ -196,10 +205,17 @@ absl::Status CompileCommand(const CompileOptions& options) {
     weight_bytes[std::string(DTypeName(w.dtype))] += w.nbytes;
   std::string bytes;
   for (const auto& [dtype, n] : weight_bytes) absl::StrAppend(&bytes, " ", dtype, " ", n, " B");
-  std::printf("compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps\n",
-              options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
-              plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
-              plan.steps.size());
+  if (options.int8) {
+    std::printf("compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps\n",
+                options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
+                plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
+                plan.steps.size());
+  } else {
+    std::printf(
+        "compiled %s: %d nodes in fp16 (fp16 weights and activations, fp32 "
+        "accumulation), %zu steps\n",
+        options.model.c_str(), nodes, plan.steps.size());
+  }
   std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
               static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),
               plan.metadata["arena_no_reuse_bytes"].c_str());

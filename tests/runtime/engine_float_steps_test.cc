@@ -268,5 +268,34 @@ TEST(EngineFloatStepsTest, CastRejectsOtherDtypes) {
       << engine.status();
 }
 
+TEST(EngineFloatStepsTest, HalfWeightsAreWidenedOnceAtLoad) {
+  // An fp16 plan's Gemm weight stored as f16: the result is the fp32 Gemm of the widened values.
+  const int64_t m = 2, k = 3, n = 2;
+  const std::vector<float> wf = {0.1f, -2.5f, 3.0f, 0.333f, 1.0f, -0.75f};  // [n, k]
+  std::vector<uint16_t> wh;
+  for (float v : wf) wh.push_back(FloatToHalf(v));
+  GemmStepParams p;
+  p.trans_b = 1;
+  PlanBuilder b(1, 2);
+  const int32_t a = b.Input("a", kF32, {-1, k});
+  const int32_t w = b.Weight("w", DType::kFloat16, {n, k}, wh);
+  const int32_t y = b.Output("y", kF32, {-1, n});
+  b.Step(StepKind::kGemm, "fc", {a, w}, {y}, p);
+  const Tensor in = RandomFloat({m, k}, 11);
+  const std::vector<Tensor> out = RunPlan(b.plan(), {in});
+  ASSERT_EQ(out.size(), 1u);
+  Tensor want(kF32, {m, n});
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t q = 0; q < k; ++q) {
+        acc += static_cast<double>(in.data<float>()[i * k + q]) * HalfToFloat(wh[j * k + q]);
+      }
+      want.data<float>()[i * n + j] = static_cast<float>(acc);
+    }
+  }
+  ExpectTensorsNear(out[0], want);
+}
+
 }  // namespace
 }  // namespace qcc::runtime

@@ -297,11 +297,31 @@ TEST_F(CompileTest, PrecisionAndTargetFlagsAreChecked) {
                      {"exactly one of --int8 and --fp16"});
   ExpectOneLineError(Qcc({"compile", m, "--int8", "--fp16", "--calib", t, "-o", plan}),
                      {"exactly one of --int8 and --fp16"});
-  ExpectOneLineError(Qcc({"compile", m, "--fp16", "--calib", t, "-o", plan}),
-                     {"--fp16", "not built yet", "--int8"});
+  ExpectOneLineError(Qcc({"compile", m, "--fp16", "--exclude", "Add", "-o", plan}),
+                     {"--exclude", "--int8"});
   ExpectOneLineError(Qcc({"compile", m, "--int8", "--target", "cuda", "--calib", t, "-o", plan}),
                      {"--target cuda", "cpu"});
   EXPECT_FALSE(HasPlanOrTemp());
+}
+
+TEST_F(CompileTest, Fp16PlanNeedsNoTableHalvesTheWeightsAndTracksFp32) {
+  const std::string plan = Path("h.plan");
+  const QccResult c = Qcc({"compile", Resnet20Model(), "--fp16", "-o", plan});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("37 nodes in fp16"), std::string::npos) << c.out;
+  const QccResult inspect = Qcc({"inspect", plan});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  // Every weight is f16 (the fused weights: 269,034 values, 2 bytes each), half the fp32 bytes.
+  EXPECT_NE(inspect.out.find("weights: 538068 B (f16 538068 B) against 1084392 B"),
+            std::string::npos)
+      << inspect.out;
+  EXPECT_EQ(inspect.out.find("QConv"), std::string::npos);
+  const std::string data = CifarSubset("eval_images", 100, 4);
+  const QccResult r = CompareResnet20(plan, data);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, double> f = MachineFields(r.out, "compare:");
+  EXPECT_GT(f["sqnr_db"], 45.0) << r.out;  // fp16 storage: ~11 bits, far above int8's ~25 dB
+  EXPECT_GE(f["agreement"], 0.97) << r.out;
 }
 
 TEST_F(CompileTest, BadBatchRangesAreRefused) {
