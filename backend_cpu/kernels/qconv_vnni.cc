@@ -229,7 +229,8 @@ QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, const int64_t* tap_o
   QCC_TILE_INIT(0)
   QCC_TILE_INIT(1)
   QCC_TILE_INIT(2)
-  QCC_TILE_INIT(3) QCC_TILE_INIT(4) QCC_TILE_INIT(5) QCC_TILE_INIT(6)
+  QCC_TILE_INIT(3)
+  QCC_TILE_INIT(4) QCC_TILE_INIT(5) QCC_TILE_INIT(6)
       QCC_TILE_INIT(7) for (int64_t t = 0; t < taps; ++t) {
     const uint8_t* xt = x + tap_offset[t];
     for (int64_t c = 0; c < c4s; ++c, xt += plane_bytes, w += kMr) {

@@ -104,8 +104,8 @@ QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, _
     const __m512 m = _mm512_castsi512_ps(                                                         \
         _mm512_maskz_loadu_epi32(cols, reinterpret_cast<const int32_t*>(o.multiplier + 16 * j))); \
     QCC_GEMM_STORE(0, j)                                                                          \
-    QCC_GEMM_STORE(1, j) QCC_GEMM_STORE(2, j) QCC_GEMM_STORE(3, j) QCC_GEMM_STORE(4, j)           \
-        QCC_GEMM_STORE(5, j)                                                                      \
+    QCC_GEMM_STORE(1, j)                                                                          \
+    QCC_GEMM_STORE(2, j) QCC_GEMM_STORE(3, j) QCC_GEMM_STORE(4, j) QCC_GEMM_STORE(5, j)           \
   }
 
 /// Bias of columns [16j, 16j + 16) of the tile (0 past n_valid or without bias).
@@ -130,7 +130,8 @@ QCC_VNNI void GemmTile(const int8_t* a, int64_t k, const uint8_t* b, int64_t blo
   const __m512i bias2 = NV > 2 ? BiasVector(o, 2) : bias0;
   const __m512i bias3 = NV > 3 ? BiasVector(o, 3) : bias0;
   QCC_GEMM_INIT(0)
-  QCC_GEMM_INIT(1) QCC_GEMM_INIT(2) QCC_GEMM_INIT(3) QCC_GEMM_INIT(4) QCC_GEMM_INIT(5)
+  QCC_GEMM_INIT(1)
+  QCC_GEMM_INIT(2) QCC_GEMM_INIT(3) QCC_GEMM_INIT(4) QCC_GEMM_INIT(5)
       // The last k % 4 values of each row, zero-padded to a dword; the loop reads them through
       // the row pointers in its last step, so one loop (one register allocation) covers all of k.
       const int64_t k4 = k / 4,

@@ -35,10 +35,9 @@ absl::Status RunAdd(OpContext& ctx) {
   Tensor& y = ctx.output(0);
   if (y.dtype() != DType::kFloat32) return ctx.Unsupported("fused activation on f64 data");
   float* data = y.data<float>();
-  ParallelForElements(ctx.num_threads, y.numel(), /*cost_per_element=*/1,
-                      [&](int64_t begin, int64_t end) {
-                        ApplyActivationF32(act, data + begin, end - begin);
-                      });
+  ParallelForElements(
+      ctx.num_threads, y.numel(), /*cost_per_element=*/1,
+      [&](int64_t begin, int64_t end) { ApplyActivationF32(act, data + begin, end - begin); });
   return absl::OkStatus();
 }
 
