@@ -28,9 +28,10 @@ absl::StatusOr<std::vector<int64_t>> PlanDims(const ir::Value& v) {
     } else if (i == 0) {
       dims.push_back(-1);
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", v.name(), "' has a dynamic extent at axis ", i,
-                       "; plans support a dynamic batch only: export the model with fixed sizes"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", v.name(), "' has a dynamic extent at axis ", i,
+          "; plans support a dynamic batch only: fix the other extents with qcc compile --shape "
+          "NAME=N,D1,... (e.g. x=N,3,48,192)"));
     }
   }
   return dims;
