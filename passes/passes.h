@@ -14,6 +14,9 @@ namespace qcc::passes {
 std::unique_ptr<Pass> CreateFoldConstantsPass();
 /// Removes nodes whose outputs nothing uses, and unused constants.
 std::unique_ptr<Pass> CreateEliminateDeadCodePass();
+/// Gives a Reshape whose target comes from Shape ops (Shape/Cast/Slice/Gather/Concat) a
+/// constant target when every element is constant or an extent the Reshape keeps (0, copy).
+std::unique_ptr<Pass> CreateResolveReshapePass();
 /// Removes Identity and inference-mode Dropout by forwarding their input.
 std::unique_ptr<Pass> CreateRemoveIdentityPass();
 

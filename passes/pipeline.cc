@@ -64,6 +64,7 @@ Pipeline DefaultPipeline() {
   Pipeline p;
   p.push_back(CreateRemoveIdentityPass());
   p.push_back(CreateFoldConstantsPass());
+  p.push_back(CreateResolveReshapePass());
   p.push_back(CreateEliminateDeadCodePass());
   p.push_back(CreateFuseConvBatchNormPass());
   p.push_back(CreateFuseConvAddPass());
