@@ -226,26 +226,38 @@ QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* m
 template <int NV>
 QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, const int64_t* tap_offset, int64_t taps,
                        int64_t c4s, int64_t plane_bytes, const TileOut& o) {
-  QCC_TILE_INIT(0)
-  QCC_TILE_INIT(1)
-  QCC_TILE_INIT(2)
-  QCC_TILE_INIT(3)
-  QCC_TILE_INIT(4) QCC_TILE_INIT(5) QCC_TILE_INIT(6)
-      QCC_TILE_INIT(7) for (int64_t t = 0; t < taps; ++t) {
+  QCC_TILE_INIT(0);
+  QCC_TILE_INIT(1);
+  QCC_TILE_INIT(2);
+  QCC_TILE_INIT(3);
+  QCC_TILE_INIT(4);
+  QCC_TILE_INIT(5);
+  QCC_TILE_INIT(6);
+  QCC_TILE_INIT(7);
+  for (int64_t t = 0; t < taps; ++t) {
     const uint8_t* xt = x + tap_offset[t];
     for (int64_t c = 0; c < c4s; ++c, xt += plane_bytes, w += kMr) {
       const __m512i a0 = _mm512_loadu_si512(xt);
       const __m512i a1 = NV > 1 ? _mm512_loadu_si512(xt + 64) : a0;
       const __m512i a2 = NV > 2 ? _mm512_loadu_si512(xt + 128) : a0;
-      QCC_TILE_DP(0)
-      QCC_TILE_DP(1)
-      QCC_TILE_DP(2) QCC_TILE_DP(3) QCC_TILE_DP(4) QCC_TILE_DP(5) QCC_TILE_DP(6) QCC_TILE_DP(7)
+      QCC_TILE_DP(0);
+      QCC_TILE_DP(1);
+      QCC_TILE_DP(2);
+      QCC_TILE_DP(3);
+      QCC_TILE_DP(4);
+      QCC_TILE_DP(5);
+      QCC_TILE_DP(6);
+      QCC_TILE_DP(7);
     }
   }
-  QCC_TILE_STORE(0)
-  QCC_TILE_STORE(1)
-  QCC_TILE_STORE(2)
-  QCC_TILE_STORE(3) QCC_TILE_STORE(4) QCC_TILE_STORE(5) QCC_TILE_STORE(6) QCC_TILE_STORE(7)
+  QCC_TILE_STORE(0);
+  QCC_TILE_STORE(1);
+  QCC_TILE_STORE(2);
+  QCC_TILE_STORE(3);
+  QCC_TILE_STORE(4);
+  QCC_TILE_STORE(5);
+  QCC_TILE_STORE(6);
+  QCC_TILE_STORE(7);
 }
 
 #undef QCC_TILE_INIT

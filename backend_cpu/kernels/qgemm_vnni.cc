@@ -95,7 +95,12 @@ QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, _
   const __m512i b1 = NV > 1 ? _mm512_load_si512(b + block_bytes + i * 64) : b0;     \
   const __m512i b2 = NV > 2 ? _mm512_load_si512(b + 2 * block_bytes + i * 64) : b0; \
   const __m512i b3 = NV > 3 ? _mm512_load_si512(b + 3 * block_bytes + i * 64) : b0; \
-  QCC_GEMM_DP(0) QCC_GEMM_DP(1) QCC_GEMM_DP(2) QCC_GEMM_DP(3) QCC_GEMM_DP(4) QCC_GEMM_DP(5)
+  QCC_GEMM_DP(0);                                                                   \
+  QCC_GEMM_DP(1);                                                                   \
+  QCC_GEMM_DP(2);                                                                   \
+  QCC_GEMM_DP(3);                                                                   \
+  QCC_GEMM_DP(4);                                                                   \
+  QCC_GEMM_DP(5);
 #define QCC_GEMM_STORE(r, j) \
   if (r < o.rows) StoreVector(c##r##j, o.row_corr[r], m, cols, o.y + r * o.ldy + 16 * j, o);
 #define QCC_GEMM_STORE_COLUMN(j)                                                                  \
@@ -103,9 +108,12 @@ QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, _
     const __mmask16 cols = static_cast<__mmask16>(LowBits64(o.n_valid - 16 * j));                 \
     const __m512 m = _mm512_castsi512_ps(                                                         \
         _mm512_maskz_loadu_epi32(cols, reinterpret_cast<const int32_t*>(o.multiplier + 16 * j))); \
-    QCC_GEMM_STORE(0, j)                                                                          \
-    QCC_GEMM_STORE(1, j)                                                                          \
-    QCC_GEMM_STORE(2, j) QCC_GEMM_STORE(3, j) QCC_GEMM_STORE(4, j) QCC_GEMM_STORE(5, j)           \
+    QCC_GEMM_STORE(0, j);                                                                         \
+    QCC_GEMM_STORE(1, j);                                                                         \
+    QCC_GEMM_STORE(2, j);                                                                         \
+    QCC_GEMM_STORE(3, j);                                                                         \
+    QCC_GEMM_STORE(4, j);                                                                         \
+    QCC_GEMM_STORE(5, j);                                                                         \
   }
 
 /// Bias of columns [16j, 16j + 16) of the tile (0 past n_valid or without bias).
@@ -129,13 +137,15 @@ QCC_VNNI void GemmTile(const int8_t* a, int64_t k, const uint8_t* b, int64_t blo
   const __m512i bias1 = NV > 1 ? BiasVector(o, 1) : bias0;
   const __m512i bias2 = NV > 2 ? BiasVector(o, 2) : bias0;
   const __m512i bias3 = NV > 3 ? BiasVector(o, 3) : bias0;
-  QCC_GEMM_INIT(0)
-  QCC_GEMM_INIT(1)
-  QCC_GEMM_INIT(2) QCC_GEMM_INIT(3) QCC_GEMM_INIT(4) QCC_GEMM_INIT(5)
-      // The last k % 4 values of each row, zero-padded to a dword; the loop reads them through
-      // the row pointers in its last step, so one loop (one register allocation) covers all of k.
-      const int64_t k4 = k / 4,
-                    steps = (k + 3) / 4;
+  QCC_GEMM_INIT(0);
+  QCC_GEMM_INIT(1);
+  QCC_GEMM_INIT(2);
+  QCC_GEMM_INIT(3);
+  QCC_GEMM_INIT(4);
+  QCC_GEMM_INIT(5);
+  // The last k % 4 values of each row, zero-padded to a dword; the loop reads them through
+  // the row pointers in its last step, so one loop (one register allocation) covers all of k.
+  const int64_t k4 = k / 4, steps = (k + 3) / 4;
   int32_t tails[kMr];
   tails[0] = LoadPartialDword(a0 + 4 * k4, k % 4);
   tails[1] = LoadPartialDword(a1 + 4 * k4, k % 4);
@@ -153,10 +163,12 @@ QCC_VNNI void GemmTile(const int8_t* a, int64_t k, const uint8_t* b, int64_t blo
       a4 = t + 16;
       a5 = t + 20;
     }
-    QCC_GEMM_STEP
+    QCC_GEMM_STEP;
   }
-  QCC_GEMM_STORE_COLUMN(0)
-  QCC_GEMM_STORE_COLUMN(1) QCC_GEMM_STORE_COLUMN(2) QCC_GEMM_STORE_COLUMN(3)
+  QCC_GEMM_STORE_COLUMN(0);
+  QCC_GEMM_STORE_COLUMN(1);
+  QCC_GEMM_STORE_COLUMN(2);
+  QCC_GEMM_STORE_COLUMN(3);
 }
 
 #undef QCC_GEMM_INIT
