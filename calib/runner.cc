@@ -131,6 +131,7 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
                        cpu::Evaluator::Create(graph, eval_options));
 
   std::vector<Sample> pending;
+  int64_t reported = 0;  // samples read when progress was last reported
   auto flush = [&]() -> absl::Status {
     if (pending.empty()) return absl::OkStatus();
     std::vector<Tensor> inputs = Stack(pending);
@@ -141,25 +142,24 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
                                        pending.front().source, ": ", outputs.status().message()));
     }
     run.samples += static_cast<int64_t>(pending.size());
+    reported = pending.back().index + 1;
     pending.clear();
+    // After every batch, also those cut short by a change of shape (images of varying size).
+    if (options.on_progress) options.on_progress(reported, data.size());
     return absl::OkStatus();
   };
   data.Rewind();
-  int64_t read = 0;
   while (true) {
     Sample sample;
     QCC_ASSIGN_OR_RETURN(bool more, data.Next(&sample));
     if (!more) break;
-    read = sample.index + 1;
     if (!pending.empty() && !SameShapes(pending.front(), sample)) QCC_RETURN_IF_ERROR(flush());
     pending.push_back(std::move(sample));
-    if (static_cast<int64_t>(pending.size()) >= run.batch) {
-      QCC_RETURN_IF_ERROR(flush());
-      if (options.on_progress) options.on_progress(read, data.size());
-    }
+    if (static_cast<int64_t>(pending.size()) >= run.batch) QCC_RETURN_IF_ERROR(flush());
   }
   QCC_RETURN_IF_ERROR(flush());
-  if (options.on_progress) options.on_progress(data.size(), data.size());
+  // Undecodable images at the end were read but never ran.
+  if (options.on_progress && reported < data.size()) options.on_progress(data.size(), data.size());
   run.skipped_files = data.skipped_files();
   for (size_t id = 0; id < names.size(); ++id) {
     if (names[id].empty()) continue;

@@ -207,6 +207,43 @@ TEST(CalibRunner, FixedBatchOfOneRunsOneSampleAtATime) {
   EXPECT_EQ(run->samples, 3);
 }
 
+TEST(CalibRunner, SamplesOfVaryingShapeRunInSeparateBatchesAndReportProgress) {
+  // x [N, W] with a dynamic W: samples of width 4, 4, 6, 4 make three batches (4+4, 6, 4).
+  const std::string dir = TempDir();
+  const std::vector<int64_t> widths = {4, 4, 6, 4};
+  std::vector<float> all;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    std::vector<float> v;
+    for (int64_t k = 0; k < widths[i]; ++k) v.push_back(static_cast<float>(i * 10 + k) - 12.0f);
+    all.insert(all.end(), v.begin(), v.end());
+    ASSERT_TRUE(WriteNpy(absl::StrFormat("%s/%d.npy", dir, i),
+                         Tensor::FromVector<float>(DType::kFloat32, {1, widths[i]}, v))
+                    .ok());
+  }
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(13);
+  g->AddSymbol("N");
+  g->AddSymbol("W");
+  ir::Value* x =
+      g->AddInput("x", ir::TensorType(DType::kFloat32, {ir::SymbolDim(0), ir::SymbolDim(1)}));
+  g->AddOutput(g->AddNode(ir::OpKind::kRelu, "relu", {x}, {"y"})->output(0));
+  ASSERT_TRUE(ir::InferShapes(*g).ok());
+  ASSERT_TRUE(InstrumentForCalibration(*g).ok());
+  auto data = Dataset::Open(dir, GraphDataInputs(*g), {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  std::vector<int64_t> progress;
+  RunnerOptions options;
+  options.batch = 16;
+  options.on_progress = [&](int64_t done, int64_t) { progress.push_back(done); };
+  absl::StatusOr<CalibrationRun> run = RunCalibration(*g, **data, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->samples, 4);
+  EXPECT_EQ(progress, (std::vector<int64_t>{2, 3, 4}));
+  TensorStats expect;
+  expect.Add(all.data(), static_cast<int64_t>(all.size()));
+  EXPECT_TRUE(run->tensors.at("x") == expect);
+}
+
 TEST(CalibRunner, Errors) {
   const std::string dir = TempDir();
   WriteSamples(dir, SampleValues(2));
