@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "support/status.h"
 
 namespace qcc::runtime {
 
@@ -151,6 +152,18 @@ absl::Status CheckPoolWindow(const StepPrepareContext& ctx, const PoolStepParams
         "invalid pool window: kernel ", p.kernel_h, "x", p.kernel_w, ", strides ", p.stride_h, "x",
         p.stride_w, ", dilations ", p.dilation_h, "x", p.dilation_w, ", pads [", p.pad_top, ",",
         p.pad_left, ",", p.pad_bottom, ",", p.pad_right, "], ceil_mode ", p.ceil_mode));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWindowedPool(const StepPrepareContext& c, const PoolStepParams& w, DType dtype) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", dtype, 4));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", dtype, 4));
+  QCC_RETURN_IF_ERROR(CheckPoolWindow(c, w));
+  for (int64_t batch : c.batches()) {
+    QCC_ASSIGN_OR_RETURN(const Dims want, PoolOutDims(c, w, DimsAtBatch(*x, batch)));
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
   }
   return absl::OkStatus();
 }

@@ -194,6 +194,9 @@ absl::StatusOr<Dims> ConvOutDims(const StepPrepareContext& ctx, const ConvGeomet
 /// OK when the window parameters are positive (kernel, stride, dilation), pads non-negative and
 /// ceil_mode 0 or 1.
 absl::Status CheckPoolWindow(const StepPrepareContext& ctx, const PoolStepParams& p);
+/// A windowed pool's operands: one input X and one output Y of `dtype`, NCHW, Y with the
+/// window's output extents at every batch (CheckPoolWindow included).
+absl::Status CheckWindowedPool(const StepPrepareContext& ctx, const PoolStepParams& p, DType dtype);
 /// The expected NCHW output dims of a pool over `x` with `p`; error when the window does not fit.
 absl::StatusOr<Dims> PoolOutDims(const StepPrepareContext& ctx, const PoolStepParams& p,
                                  const Dims& x);

@@ -336,21 +336,9 @@ cpu::PoolF32Params F32Pool(const PoolStepParams& w, const StepRunContext& c) {
   return p;
 }
 
-absl::Status CheckWindowedPool(const StepPrepareContext& c, const PoolStepParams& w) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, 4));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 4));
-  QCC_RETURN_IF_ERROR(CheckPoolWindow(c, w));
-  for (int64_t batch : c.batches()) {
-    QCC_ASSIGN_OR_RETURN(const Dims want, PoolOutDims(c, w, DimsAtBatch(*x, batch)));
-    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<PoolState> PrepareMaxPool(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const PoolStepParams w, c.Decode<PoolStepParams>());
-  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, w));
+  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, w, kF32));
   return PoolState{w, false};
 }
 
@@ -363,7 +351,7 @@ absl::StatusOr<PoolState> PrepareAveragePool(const StepPrepareContext& c) {
   if (p.count_include_pad != 0 && p.count_include_pad != 1) {
     return c.Error(absl::StrCat("count_include_pad ", p.count_include_pad, " is not 0 or 1"));
   }
-  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, p.pool));
+  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, p.pool, kF32));
   return PoolState{p.pool, p.count_include_pad != 0};
 }
 

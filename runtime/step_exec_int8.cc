@@ -284,22 +284,9 @@ cpu::PoolS8Geometry S8Geometry(const PoolStepParams& w, const Dims& x, const Dim
   return g;
 }
 
-// X i8 NCHW -> Y i8 with the window's output extents, at every batch.
-absl::Status CheckWindowedPool(const StepPrepareContext& c, const PoolStepParams& w) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kI8, 4));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8, 4));
-  QCC_RETURN_IF_ERROR(CheckPoolWindow(c, w));
-  for (int64_t batch : c.batches()) {
-    QCC_ASSIGN_OR_RETURN(const Dims want, PoolOutDims(c, w, DimsAtBatch(*x, batch)));
-    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<QPoolState> PrepareQMaxPool(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const PoolStepParams w, c.Decode<PoolStepParams>());
-  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, w));
+  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, w, kI8));
   return QPoolState{w, {}, false};
 }
 
@@ -325,7 +312,7 @@ absl::StatusOr<QPoolState> DecodeQAverage(const StepPrepareContext& c) {
 
 absl::StatusOr<QPoolState> PrepareQAveragePool(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(QPoolState s, DecodeQAverage(c));
-  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, s.window));
+  QCC_RETURN_IF_ERROR(CheckWindowedPool(c, s.window, kI8));
   return s;
 }
 
