@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/evaluator.h"
 #include "backend_cpu/kernels/thread_pool.h"
+#include "backend_cuda/cuda_info.h"
+#include "calib/runner_internal.h"
 #include "ir/printer.h"
 #include "passes/passes.h"
 #include "support/status.h"
@@ -95,13 +97,48 @@ absl::StatusOr<int64_t> EffectiveBatch(const ir::Graph& graph, int64_t requested
 
 }  // namespace
 
+namespace internal {
+
+absl::Status StreamBatches(Dataset& data, const RunnerOptions& options, int64_t batch,
+                           const std::function<absl::Status(const std::vector<Tensor>&)>& run_batch,
+                           CalibrationRun* run) {
+  std::vector<Sample> pending;
+  int64_t reported = 0;  // samples read when progress was last reported
+  auto flush = [&]() -> absl::Status {
+    if (pending.empty()) return absl::OkStatus();
+    const absl::Status status = run_batch(Stack(pending));
+    if (!status.ok()) {
+      return absl::Status(
+          status.code(), absl::StrCat("running the batch that starts with ", pending.front().source,
+                                      ": ", status.message()));
+    }
+    run->samples += static_cast<int64_t>(pending.size());
+    reported = pending.back().index + 1;
+    pending.clear();
+    // After every batch, also those cut short by a change of shape (images of varying size).
+    if (options.on_progress) options.on_progress(reported, data.size());
+    return absl::OkStatus();
+  };
+  data.Rewind();
+  while (true) {
+    Sample sample;
+    QCC_ASSIGN_OR_RETURN(bool more, data.Next(&sample));
+    if (!more) break;
+    if (!pending.empty() && !SameShapes(pending.front(), sample)) QCC_RETURN_IF_ERROR(flush());
+    pending.push_back(std::move(sample));
+    if (static_cast<int64_t>(pending.size()) >= batch) QCC_RETURN_IF_ERROR(flush());
+  }
+  QCC_RETURN_IF_ERROR(flush());
+  // Undecodable images at the end were read but never ran.
+  if (options.on_progress && reported < data.size()) options.on_progress(data.size(), data.size());
+  run->skipped_files = data.skipped_files();
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
 absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& data,
                                               const RunnerOptions& options) {
-  if (options.device == Device::kCuda) {
-    return absl::UnimplementedError(
-        "--device cuda: the CUDA calibration runner comes with the CUDA backend and is not built "
-        "yet; use --device cpu (or auto, which means the CPU for now)");
-  }
   // Observer id -> tensor name.
   std::vector<std::string> names;
   for (const auto& node : graph.nodes()) {
@@ -116,9 +153,21 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
         "the model has no tensor to observe: none of its ops can run in int8, so there is "
         "nothing to calibrate");
   }
+  QCC_ASSIGN_OR_RETURN(const int64_t batch, EffectiveBatch(graph, options.batch));
+  // The GPU when asked for, or for auto when one is present (auto falls back to the CPU for a
+  // model the CUDA runtime cannot run).
+  if (options.device == Device::kCuda ||
+      (options.device == Device::kAuto && cuda::DeviceCount() > 0)) {
+    absl::StatusOr<CalibrationRun> gpu =
+        internal::RunCalibrationCuda(graph, data, options, names, batch);
+    if (gpu.ok() || options.device == Device::kCuda ||
+        gpu.status().code() != absl::StatusCode::kUnimplemented) {
+      return gpu;
+    }
+  }
   CalibrationRun run;
   run.device = Device::kCpu;
-  QCC_ASSIGN_OR_RETURN(run.batch, EffectiveBatch(graph, options.batch));
+  run.batch = batch;
   const int threads = options.num_threads > 0
                           ? options.num_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -129,38 +178,9 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
   eval_options.on_observe = [&](int64_t id, const Tensor& x) { AddValues(x, threads, stats[id]); };
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
                        cpu::Evaluator::Create(graph, eval_options));
-
-  std::vector<Sample> pending;
-  int64_t reported = 0;  // samples read when progress was last reported
-  auto flush = [&]() -> absl::Status {
-    if (pending.empty()) return absl::OkStatus();
-    std::vector<Tensor> inputs = Stack(pending);
-    absl::StatusOr<std::vector<Tensor>> outputs = evaluator->Run(inputs);
-    if (!outputs.ok()) {
-      return absl::Status(outputs.status().code(),
-                          absl::StrCat("running the batch that starts with ",
-                                       pending.front().source, ": ", outputs.status().message()));
-    }
-    run.samples += static_cast<int64_t>(pending.size());
-    reported = pending.back().index + 1;
-    pending.clear();
-    // After every batch, also those cut short by a change of shape (images of varying size).
-    if (options.on_progress) options.on_progress(reported, data.size());
-    return absl::OkStatus();
-  };
-  data.Rewind();
-  while (true) {
-    Sample sample;
-    QCC_ASSIGN_OR_RETURN(bool more, data.Next(&sample));
-    if (!more) break;
-    if (!pending.empty() && !SameShapes(pending.front(), sample)) QCC_RETURN_IF_ERROR(flush());
-    pending.push_back(std::move(sample));
-    if (static_cast<int64_t>(pending.size()) >= run.batch) QCC_RETURN_IF_ERROR(flush());
-  }
-  QCC_RETURN_IF_ERROR(flush());
-  // Undecodable images at the end were read but never ran.
-  if (options.on_progress && reported < data.size()) options.on_progress(data.size(), data.size());
-  run.skipped_files = data.skipped_files();
+  QCC_RETURN_IF_ERROR(internal::StreamBatches(
+      data, options, batch,
+      [&](const std::vector<Tensor>& inputs) { return evaluator->Run(inputs).status(); }, &run));
   for (size_t id = 0; id < names.size(); ++id) {
     if (names[id].empty()) continue;
     run.tensors[names[id]].Merge(stats[id]);

@@ -25,6 +25,7 @@
 #include "runtime/engine.h"
 #include "support/status.h"
 #include "tools/commands.h"
+#include "tools/plan_session.h"
 #include "tools/tool_io.h"
 
 namespace qcc::tools {
@@ -148,13 +149,10 @@ absl::Status BenchCommand(const BenchOptions& opts) {
   std::vector<Dims> shapes;
   std::unique_ptr<ir::Graph> graph;
   std::unique_ptr<cpu::Evaluator> evaluator;
-  std::shared_ptr<const runtime::Engine> engine;
-  std::unique_ptr<runtime::ExecutionContext> context;
+  std::unique_ptr<PlanSession> session;
   if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
-    runtime::EngineOptions engine_options;
-    engine_options.num_threads = threads;
-    QCC_ASSIGN_OR_RETURN(engine, runtime::Engine::Load(opts.model, engine_options));
-    context = engine->CreateContext();
+    QCC_ASSIGN_OR_RETURN(session, PlanSession::Open(opts.model, opts.device, threads));
+    const runtime::Engine* engine = &session->engine();
     const int64_t batch = opts.batch > 0 ? opts.batch : engine->batch_min();
     for (const runtime::TensorInfo& in : engine->inputs()) {
       inputs.emplace_back(in.name, in.dtype);
@@ -162,7 +160,7 @@ absl::Status BenchCommand(const BenchOptions& opts) {
       if (!dims.empty() && dims[0] < 0) dims[0] = batch;
       shapes.push_back(dims);
     }
-    run = [&](const std::vector<Tensor>& feeds) { return context->Run(feeds).status(); };
+    run = [&](const std::vector<Tensor>& feeds) { return session->Run(feeds).status(); };
   } else {
     QCC_ASSIGN_OR_RETURN(graph, LoadModel(opts.model));
     QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
@@ -216,8 +214,12 @@ absl::Status BenchCommand(const BenchOptions& opts) {
   std::printf("latency: median %.4g ms, p90 %.4g ms (%d iterations after %d warmup, %d threads)\n",
               median, p90, opts.iters, opts.warmup, threads);
   std::printf("throughput: %.1f samples/s\n", throughput);
-  std::printf("bench: model=%s batch=%lld threads=%d median_ms=%.6g p90_ms=%.6g throughput=%.6g\n",
-              opts.model.c_str(), static_cast<long long>(batch), threads, median, p90, throughput);
+  const std::string device = session != nullptr ? session->device() : "cpu";
+  std::printf(
+      "bench: model=%s batch=%lld threads=%d median_ms=%.6g p90_ms=%.6g throughput=%.6g "
+      "device=%s\n",
+      opts.model.c_str(), static_cast<long long>(batch), threads, median, p90, throughput,
+      device.c_str());
   std::fflush(stdout);
   return absl::OkStatus();
 }

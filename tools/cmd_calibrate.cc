@@ -82,10 +82,13 @@ absl::Status MergeTables(const CalibrateOptions& options) {
 void PrintSummary(const calib::CalibTable& table, const calib::CalibrationRun& run,
                   const calib::CalibMethodSpec& method, double seconds, int threads,
                   const std::string& path) {
-  std::printf("calibrated %lld samples in %.2f s (%.1f samples/s; batch %lld, cpu, %d threads)\n",
+  const std::string where = run.device == calib::Device::kCuda
+                                ? std::string("cuda")
+                                : absl::StrCat("cpu, ", threads, " threads");
+  std::printf("calibrated %lld samples in %.2f s (%.1f samples/s; batch %lld, %s)\n",
               static_cast<long long>(run.samples), seconds,
               seconds > 0 ? static_cast<double>(run.samples) / seconds : 0.0,
-              static_cast<long long>(run.batch), threads);
+              static_cast<long long>(run.batch), where.c_str());
   if (!run.skipped_files.empty()) {
     std::printf("skipped %zu images that could not be decoded (first: %s)\n",
                 run.skipped_files.size(), run.skipped_files.front().c_str());

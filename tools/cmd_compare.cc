@@ -31,6 +31,7 @@
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/compare_metrics.h"
+#include "tools/plan_session.h"
 #include "tools/preprocess_options.h"
 #include "tools/progress.h"
 #include "tools/tool_io.h"
@@ -199,10 +200,13 @@ absl::Status CompareCommand(const CompareOptions& options) {
                           ? options.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
-  runtime::EngineOptions engine_options;
-  engine_options.num_threads = threads;
-  QCC_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Engine> engine,
-                       runtime::Engine::Load(options.plan, engine_options));
+  if (options.per_layer && options.device != "cpu") {
+    return absl::InvalidArgumentError(
+        "--per-layer reads every step's output on the CPU runtime: use it with --device cpu");
+  }
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<PlanSession> session,
+                       PlanSession::Open(options.plan, options.device, threads));
+  const runtime::Engine* engine = &session->engine();
   const auto& meta = engine->plan().metadata;
   if (auto it = meta.find("fingerprint");
       it != meta.end() && it->second != ir::Fingerprint(*graph)) {
@@ -228,11 +232,11 @@ absl::Status CompareCommand(const CompareOptions& options) {
   }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
                        cpu::Evaluator::Create(*graph, eval_options));
-  std::unique_ptr<runtime::ExecutionContext> context = engine->CreateContext();
   if (options.per_layer) {
-    context->set_step_observer([&](size_t step, int32_t buffer, const Tensor& value) {
-      per_layer.OnStep(step, buffer, value);
-    });
+    session->cpu_context()->set_step_observer(
+        [&](size_t step, int32_t buffer, const Tensor& value) {
+          per_layer.OnStep(step, buffer, value);
+        });
   }
 
   calib::DatasetOptions data_options;
@@ -259,7 +263,7 @@ absl::Status CompareCommand(const CompareOptions& options) {
       for (size_t i = 0; i < inputs.size(); ++i) per_layer.OnFp32(*graph->inputs()[i], inputs[i]);
     }
     QCC_ASSIGN_OR_RETURN(std::vector<Tensor> want, evaluator->Run(inputs));
-    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> got, context->Run(inputs));
+    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> got, session->Run(inputs));
     std::vector<int> batch_labels;
     for (const calib::Sample& s : pending)
       batch_labels.push_back(labels ? labels->Of(s.source) : -1);
@@ -292,9 +296,10 @@ absl::Status CompareCommand(const CompareOptions& options) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  std::printf("compared %lld samples in %.1f s: fp32 model (CPU evaluator) vs plan %s (%s)\n",
+  std::printf("compared %lld samples in %.1f s: fp32 model (CPU evaluator) vs plan %s (%s) on %s\n",
               static_cast<long long>(samples), seconds, options.plan.c_str(),
-              meta.count("precision") ? meta.at("precision").c_str() : "?");
+              meta.count("precision") ? meta.at("precision").c_str() : "?",
+              session->device().c_str());
   for (const OutputMetrics& m : metrics) std::printf("%s\n", m.Describe().c_str());
   std::string machine = absl::StrCat("compare: samples=", samples);
   if (!metrics.empty()) absl::StrAppend(&machine, " ", metrics.front().MachineFields());

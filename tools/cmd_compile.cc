@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "backend_cpu/lowering.h"
+#include "backend_cuda/lowering.h"
 #include "calib/calib_table.h"
 #include "calib/scale_solvers.h"
 #include "ir/fingerprint.h"
@@ -101,14 +102,12 @@ absl::Status ApplyShapes(const std::vector<std::string>& shapes, ir::Graph& grap
 }  // namespace
 
 absl::Status CompileCommand(const CompileOptions& options) {
-  if (options.int8 == options.fp16) {
-    return absl::InvalidArgumentError("pass exactly one of --int8 and --fp16");
+  if (int{options.int8} + int{options.fp16} + int{options.fp32} != 1) {
+    return absl::InvalidArgumentError("pass exactly one of --int8, --fp16 and --fp32");
   }
-  if (options.target != "cpu") {
-    return absl::UnimplementedError(
-        absl::StrCat("--target ", options.target,
-                     ": only cpu plans can be compiled so far (cuda comes with the "
-                     "CUDA backend)"));
+  if (options.target != "cpu" && options.target != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target ", options.target, ": the targets are cpu and cuda"));
   }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
   const std::string fingerprint = ir::Fingerprint(*graph);
@@ -148,7 +147,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     }
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
-  passes::QuantDecision decision;  // fp16: no int8 node
+  passes::QuantDecision decision;  // fp16, fp32: no int8 node
   if (options.int8) {
     std::map<std::string, passes::TensorRange> ranges;
     for (const auto& [name, stats] : table.tensors) {
@@ -166,13 +165,18 @@ absl::Status CompileCommand(const CompileOptions& options) {
     qopts.exclude = options.exclude;
     QCC_ASSIGN_OR_RETURN(decision, passes::AssignPrecision(*graph, ranges, qopts));
   } else if (!options.exclude.empty()) {
-    return absl::InvalidArgumentError("--exclude applies to --int8 (an fp16 plan has no int8 op)");
+    return absl::InvalidArgumentError(
+        "--exclude applies to --int8 (an fp16 or fp32 plan has no int8 op)");
   }
   cpu::LowerOptions lower;
   lower.batch_min = batch_min;
   lower.batch_max = batch_max;
   lower.fp16 = options.fp16;
-  QCC_ASSIGN_OR_RETURN(runtime::Plan plan, cpu::LowerToCpuPlan(*graph, decision, lower));
+  // A cuda plan is the cpu plan plus the recorded choice of CUDA kernel for every step (the CPU
+  // runtime runs either; backend_cuda/lowering.h).
+  QCC_ASSIGN_OR_RETURN(runtime::Plan plan, options.target == "cuda"
+                                               ? cuda::LowerToCudaPlan(*graph, decision, lower)
+                                               : cpu::LowerToCpuPlan(*graph, decision, lower));
   plan.metadata["fingerprint"] = fingerprint;
   plan.metadata["qcc_version"] = QCC_VERSION;
   if (options.int8) {
@@ -181,9 +185,10 @@ absl::Status CompileCommand(const CompileOptions& options) {
     plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
     plan.metadata["calib_method"] = calib::CalibMethodName(method);
   } else {
-    plan.metadata["precision"] = "fp16";
-    plan.metadata["weights"] = "fp16";
-    plan.metadata["activations"] = "fp16";
+    const char* precision = options.fp16 ? "fp16" : "fp32";
+    plan.metadata["precision"] = precision;
+    plan.metadata["weights"] = precision;
+    plan.metadata["activations"] = precision;
     plan.metadata["calib_method"] = "none";
   }
   plan.metadata["parameters"] = absl::StrCat(parameters);
@@ -210,11 +215,14 @@ absl::Status CompileCommand(const CompileOptions& options) {
                 options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
                 plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
                 plan.steps.size());
-  } else {
+  } else if (options.fp16) {
     std::printf(
         "compiled %s: %d nodes in fp16 (fp16 weights and activations, fp32 "
         "accumulation), %zu steps\n",
         options.model.c_str(), nodes, plan.steps.size());
+  } else {
+    std::printf("compiled %s: %d nodes in fp32 (the unquantized baseline), %zu steps\n",
+                options.model.c_str(), nodes, plan.steps.size());
   }
   std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
               static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),

@@ -87,6 +87,11 @@ absl::Status InspectPlanCommand(const std::string& path) {
                                                                            : "fp32";
     std::printf("%4zu  %-18s %-9s %-44s %s %s\n", s, kernel.c_str(), precision, step.name.c_str(),
                 out.name.c_str(), Shape(out).c_str());
+    // A cuda plan records the CUDA kernel of every step (backend_cuda/lowering.h).
+    const auto cuda_kernel = plan.metadata.find(absl::StrCat("cuda.kernel.", s));
+    if (cuda_kernel != plan.metadata.end()) {
+      std::printf("      cuda: %s\n", cuda_kernel->second.c_str());
+    }
   }
   std::map<std::string, uint64_t> bytes;
   uint64_t total = 0;

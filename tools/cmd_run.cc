@@ -18,6 +18,7 @@
 #include "runtime/engine.h"
 #include "support/status.h"
 #include "tools/commands.h"
+#include "tools/plan_session.h"
 #include "tools/tool_io.h"
 
 namespace qcc::tools {
@@ -196,12 +197,10 @@ absl::Status RunCommand(const RunOptions& opts) {
   std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)> run;
   std::unique_ptr<ir::Graph> graph;
   std::unique_ptr<cpu::Evaluator> evaluator;
-  std::unique_ptr<runtime::ExecutionContext> context;
+  std::unique_ptr<PlanSession> session;
   if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
-    runtime::EngineOptions engine_options;
-    engine_options.num_threads = opts.threads;
-    QCC_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Engine> engine,
-                         runtime::Engine::Load(opts.model, engine_options));
+    QCC_ASSIGN_OR_RETURN(session, PlanSession::Open(opts.model, opts.device, opts.threads));
+    const runtime::Engine* engine = &session->engine();
     for (const runtime::TensorInfo& in : engine->inputs()) {
       std::vector<std::string> dims;
       for (int64_t d : in.dims) dims.push_back(d < 0 ? "N" : absl::StrCat(d));
@@ -209,8 +208,7 @@ absl::Status RunCommand(const RunOptions& opts) {
           {in.name, absl::StrCat(DTypeName(in.dtype), "[", absl::StrJoin(dims, ","), "]")});
     }
     for (const runtime::TensorInfo& out : engine->outputs()) output_names.push_back(out.name);
-    context = engine->CreateContext();
-    run = [&](const std::vector<Tensor>& feeds) { return context->Run(feeds); };
+    run = [&](const std::vector<Tensor>& feeds) { return session->Run(feeds); };
   } else {
     QCC_ASSIGN_OR_RETURN(graph, LoadModel(opts.model));
     cpu::EvalOptions eval_options;

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string test_data;            // an ONNX test_data_set_N folder (input_K.pb, output_K.pb)
   std::string output_dir;           // where output_K.pb go; nothing is written when empty
   int threads = 0;                  // 0: every core
+  std::string device = "cpu";       // a plan's device: cpu, cuda or auto
 };
 
 /// `qcc run`: evaluates the model in fp32 on the CPU, prints a summary of each output, compares
@@ -58,6 +59,7 @@ struct CompileOptions {
   std::string output;  // default: MODEL with .onnx replaced by .plan
   bool int8 = false;
   bool fp16 = false;
+  bool fp32 = false;        // an unquantized plan: the baseline fp16/int8 plans are timed against
   bool per_tensor = false;  // --per-channel (the default) or --per-tensor weights
   bool asymmetric = false;
   std::string calib_method;  // empty: the table's method
@@ -81,6 +83,7 @@ struct CompareOptions {
   int64_t max_samples = 0;
   int64_t batch = 32;
   int threads = 0;
+  std::string device = "cpu";  // the plan's device: cpu, cuda or auto (fp32 always on the CPU)
 };
 
 /// `qcc compare`: the plan against the fp32 model on real data (tools/cmd_compare.cc).
@@ -110,6 +113,7 @@ struct BenchOptions {
   int iters = 20;
   std::vector<std::string> shapes;  // "NAME=D0,D1,..." for inputs with other dynamic extents
   uint32_t seed = 0;
+  std::string device = "cpu";  // a plan's device: cpu, cuda or auto
 };
 
 /// `qcc bench`: times the fp32 CPU evaluator on seeded random inputs and prints median and p90

@@ -134,6 +134,7 @@ int Main(int argc, char** argv) {
   run_cmd
       ->add_option("--output-dir", run.output_dir, "Folder for output_K.pb (created when missing)")
       ->type_name("DIR");
+  run_cmd->add_option("--device", run.device, "a plan's device: cpu, cuda or auto (default cpu)");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
 
@@ -183,7 +184,8 @@ int Main(int argc, char** argv) {
       ->required()
       ->type_name("MODEL.onnx");
   compile_cmd->add_flag("--int8", compile.int8, "int8 weights and activations");
-  compile_cmd->add_flag("--fp16", compile.fp16, "fp16 weights and activations (not built yet)");
+  compile_cmd->add_flag("--fp16", compile.fp16, "fp16 weights and activations, fp32 accumulation");
+  compile_cmd->add_flag("--fp32", compile.fp32, "no quantization: the fp32 baseline plan");
   compile_cmd->add_flag("--per-channel", "Per-output-channel weight scales (the default)");
   compile_cmd->add_flag("--per-tensor", compile.per_tensor, "One weight scale per tensor");
   compile_cmd->add_flag("--asymmetric", compile.asymmetric,
@@ -201,7 +203,9 @@ int Main(int argc, char** argv) {
                    "Node names or op types that stay in float (comma-separated, repeatable)")
       ->delimiter(',')
       ->type_name("NAME,...");
-  compile_cmd->add_option("--target", compile.target, "cpu (cuda comes with the CUDA backend)")
+  compile_cmd
+      ->add_option("--target", compile.target,
+                   "cpu or cuda (default cpu): the backend whose kernels the plan records")
       ->type_name("TARGET");
   compile_cmd
       ->add_option("--batch", compile.batch,
@@ -247,6 +251,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   compare_cmd->add_option("--batch", compare.batch, "Samples per inference (default 32)")
       ->check(CLI::Range(1, 1 << 16));
+  compare_cmd->add_option(
+      "--device", compare.device,
+      "the plan's device: cpu, cuda or auto (default cpu; fp32 runs on the CPU)");
   compare_cmd->add_option("--threads", compare.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
 
@@ -269,6 +276,8 @@ int Main(int argc, char** argv) {
   bench_cmd
       ->add_option("--batch", bench.batch, "Batch size for a dynamic leading extent (default 1)")
       ->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--device", bench.device,
+                        "a plan's device: cpu, cuda or auto (default cpu)");
   bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first")

@@ -46,22 +46,30 @@ void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
     }
     return;
   }
-  // Split the larger of M and N into contiguous slices, one sgemm per thread.
-  constexpr int64_t kSlice = 16;
+  // Split the larger of M and N into chunks, one sgemm per chunk. The chunks depend on the shape
+  // only, never on the thread count: OpenBLAS's results for a row or column depend on the extent
+  // of the call that computes it (its edge kernels sum in another order; measured on AVX2), so a
+  // split by thread count made fp32 results, and calibration tables, differ between 1 and 2
+  // threads. A chunk is a multiple of 16 and at least 64 wide; at most 8 per product.
+  constexpr int64_t kAlign = 16, kMinChunk = 64, kMaxChunks = 8;
   const bool split_rows = p.m >= p.n;
   const int64_t extent = split_rows ? p.m : p.n;
-  const int64_t slices = (extent + kSlice - 1) / kSlice;
-  const int64_t cost = kSlice * (split_rows ? p.n : p.m) * p.k / 16;
-  NnParallelFor(g_gemm_threads.load(std::memory_order_relaxed), slices, cost,
+  const int64_t chunk = std::max<int64_t>(
+      kMinChunk, ((extent + kMaxChunks - 1) / kMaxChunks + kAlign - 1) / kAlign * kAlign);
+  const int64_t chunks = (extent + chunk - 1) / chunk;
+  const int64_t cost = chunk * (split_rows ? p.n : p.m) * p.k / 16;
+  NnParallelFor(g_gemm_threads.load(std::memory_order_relaxed), chunks, cost,
                 [&](int64_t begin, int64_t end) {
-                  const int64_t lo = begin * kSlice, hi = std::min(extent, end * kSlice);
-                  GemmF32Params q = p;
-                  if (split_rows) {
-                    q.m = hi - lo;
-                    SgemmSingleThread(q, a + (p.trans_a ? lo : lo * p.lda), b, c + lo * p.ldc);
-                  } else {
-                    q.n = hi - lo;
-                    SgemmSingleThread(q, a, b + (p.trans_b ? lo * p.ldb : lo), c + lo);
+                  for (int64_t i = begin; i < end; ++i) {
+                    const int64_t lo = i * chunk, hi = std::min(extent, lo + chunk);
+                    GemmF32Params q = p;
+                    if (split_rows) {
+                      q.m = hi - lo;
+                      SgemmSingleThread(q, a + (p.trans_a ? lo : lo * p.lda), b, c + lo * p.ldc);
+                    } else {
+                      q.n = hi - lo;
+                      SgemmSingleThread(q, a, b + (p.trans_b ? lo * p.ldb : lo), c + lo);
+                    }
                   }
                 });
 }

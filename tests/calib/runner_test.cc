@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "backend_cuda/cuda_info.h"
 #include "calib/dataset.h"
 #include "gtest/gtest.h"
 #include "ir/shape_inference.h"
@@ -254,15 +255,23 @@ TEST(CalibRunner, Errors) {
   absl::StatusOr<CalibrationRun> run = RunCalibration(*plain, **data, {});
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("nothing to calibrate"), std::string::npos);
-  // The CUDA runner is not there yet.
+  // --device cuda without a device (or without CUDA in this build) says to use the CPU.
   auto graph = ReluSoftmaxGraph();
   ASSERT_TRUE(InstrumentForCalibration(*graph).ok());
-  RunnerOptions cuda;
-  cuda.device = Device::kCuda;
-  run = RunCalibration(*graph, **data, cuda);
-  ASSERT_FALSE(run.ok());
-  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(run.status().message().find("--device cpu"), std::string::npos);
+  if (cuda::DeviceCount() == 0) {
+    RunnerOptions cuda;
+    cuda.device = Device::kCuda;
+    run = RunCalibration(*graph, **data, cuda);
+    ASSERT_FALSE(run.ok());
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition) << run.status();
+    EXPECT_NE(run.status().message().find("--device cpu"), std::string::npos) << run.status();
+    // auto runs on the CPU then.
+    RunnerOptions automatic;
+    automatic.device = Device::kAuto;
+    run = RunCalibration(*graph, **data, automatic);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->device, Device::kCpu);
+  }
   EXPECT_FALSE(ParseDevice("gpu").ok());
   EXPECT_EQ(*ParseDevice("auto"), Device::kAuto);
   // A fixed batch other than 1.

@@ -1,6 +1,8 @@
 // `qcc calibrate` and `qcc inspect TABLE.json` end to end: the real ResNet-20 on the shared
 // CIFAR images, reproducibility, shards and merge, and every bad input the issue lists (each
 // a one-line error or a warning, and never a partial table).
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -12,6 +14,7 @@
 #include "support/npy.h"
 #include "support/tensor.h"
 #include "tests/tools/onnx_models.h"
+#include "tests/tools/plan_helpers.h"
 #include "tests/tools/qcc_runner.h"
 
 namespace qcc::testing {
@@ -66,20 +69,46 @@ TEST_F(CalibrateTest, Resnet20TableIsCompleteAndReproducible) {
   EXPECT_NE(a.out.find("observed 38 tensors"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("NaN/inf: none"), std::string::npos) << a.out;
   EXPECT_EQ(a.err.find("\r"), std::string::npos) << "progress bar drawn when piped";
-  // Same data, other batch and thread count: the same file byte for byte, except the batch
-  // recorded in the settings, so compare two runs with equal settings too.
+  // Same data and settings, or another thread count: the same file byte for byte.
   const QccResult b = CalibrateCifar(Path("b.json"), {"--max-samples", "64"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(ReadWholeFile(Path("a.json")), ReadWholeFile(Path("b.json")));
-  const QccResult c =
-      CalibrateCifar(Path("c.json"), {"--max-samples", "64", "--threads", "1", "--batch", "5"});
+  const QccResult c = CalibrateCifar(Path("c.json"), {"--max-samples", "64", "--threads", "1"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  std::string a_text = ReadWholeFile(Path("a.json"));
-  std::string c_text = ReadWholeFile(Path("c.json"));
-  const std::string batch16 = "\"batch\":16", batch5 = "\"batch\":5";
-  ASSERT_NE(c_text.find(batch5), std::string::npos);
-  c_text.replace(c_text.find(batch5), batch5.size(), batch16);
-  EXPECT_EQ(a_text, c_text);
+  EXPECT_EQ(ReadWholeFile(Path("a.json")), ReadWholeFile(Path("c.json")));
+  // Another batch size: the same statistics up to fp32 rounding. (Byte for byte only where every
+  // fp32 kernel is batch-invariant: OpenBLAS's sgemm, the fallback on CPUs without AVX-512,
+  // rounds a row of a product differently depending on how many rows the call has.) Every
+  // tensor, its range and the scale each method picks agree to 1e-5 relative.
+  const QccResult d = CalibrateCifar(Path("d.json"), {"--max-samples", "64", "--batch", "5"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const QccResult inspect_a = Qcc({"inspect", Path("a.json")});
+  const QccResult inspect_d = Qcc({"inspect", Path("d.json")});
+  ASSERT_EQ(inspect_a.exit_code, 0) << inspect_a.err;
+  ASSERT_EQ(inspect_d.exit_code, 0) << inspect_d.err;
+  auto rows = [](const std::string& out) {
+    std::vector<std::vector<std::string>> r;
+    bool in_table = false;
+    for (const std::string& line : Lines(out)) {
+      const std::vector<std::string> w = Words(line);
+      if (!in_table) {
+        in_table = !w.empty() && w[0] == "tensor";
+        continue;
+      }
+      if (w.size() == 8) r.push_back(w);
+    }
+    return r;
+  };
+  const auto ra = rows(inspect_a.out), rd = rows(inspect_d.out);
+  ASSERT_EQ(ra.size(), 38u) << inspect_a.out;
+  ASSERT_EQ(rd.size(), ra.size()) << inspect_d.out;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    ASSERT_EQ(rd[i][0], ra[i][0]);
+    for (size_t j = 1; j < ra[i].size(); ++j) {
+      const double x = std::stod(ra[i][j]), y = std::stod(rd[i][j]);
+      EXPECT_NEAR(y, x, 1e-5 * std::max(1.0, std::fabs(x))) << ra[i][0] << " column " << j;
+    }
+  }
 
   // qcc inspect TABLE.json: every tensor with a scale per method.
   const QccResult inspect = Qcc({"inspect", Path("a.json")});
@@ -92,11 +121,14 @@ TEST_F(CalibrateTest, Resnet20TableIsCompleteAndReproducible) {
 }
 
 TEST_F(CalibrateTest, ShardsMergeIntoTheWholeRunExactly) {
-  ASSERT_EQ(CalibrateCifar(Path("all.json"), {"--max-samples", "30"}).exit_code, 0);
+  // Batch 1 everywhere, so every sample runs through the same fp32 kernels in the whole run and
+  // in its shard (OpenBLAS, the fp32 fallback without AVX-512, is not batch-invariant to the last
+  // bit); what is tested is that merging statistics is exact.
+  ASSERT_EQ(CalibrateCifar(Path("all.json"), {"--max-samples", "30", "--batch", "1"}).exit_code, 0);
   for (int i = 0; i < 3; ++i) {
-    const QccResult r =
-        CalibrateCifar(Path(absl::StrFormat("s%d.json", i)),
-                       {"--max-samples", "30", "--shard", absl::StrFormat("%d/3", i)});
+    const QccResult r = CalibrateCifar(
+        Path(absl::StrFormat("s%d.json", i)),
+        {"--max-samples", "30", "--batch", "1", "--shard", absl::StrFormat("%d/3", i)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("calibrated 10 samples"), std::string::npos) << r.out;
   }

@@ -294,13 +294,13 @@ TEST_F(CompileTest, PrecisionAndTargetFlagsAreChecked) {
   const std::string t = Path("t.json");
   const std::string plan = Path("m.plan");
   ExpectOneLineError(Qcc({"compile", m, "--calib", t, "-o", plan}),
-                     {"exactly one of --int8 and --fp16"});
+                     {"exactly one of --int8, --fp16 and --fp32"});
   ExpectOneLineError(Qcc({"compile", m, "--int8", "--fp16", "--calib", t, "-o", plan}),
-                     {"exactly one of --int8 and --fp16"});
+                     {"exactly one of --int8, --fp16 and --fp32"});
   ExpectOneLineError(Qcc({"compile", m, "--fp16", "--exclude", "Add", "-o", plan}),
                      {"--exclude", "--int8"});
-  ExpectOneLineError(Qcc({"compile", m, "--int8", "--target", "cuda", "--calib", t, "-o", plan}),
-                     {"--target cuda", "cpu"});
+  ExpectOneLineError(Qcc({"compile", m, "--int8", "--target", "gpu", "--calib", t, "-o", plan}),
+                     {"--target gpu", "cpu and cuda"});
   EXPECT_FALSE(HasPlanOrTemp());
 }
 
@@ -322,6 +322,22 @@ TEST_F(CompileTest, Fp16PlanNeedsNoTableHalvesTheWeightsAndTracksFp32) {
   std::map<std::string, double> f = MachineFields(r.out, "compare:");
   EXPECT_GT(f["sqnr_db"], 45.0) << r.out;  // fp16 storage: ~11 bits, far above int8's ~25 dB
   EXPECT_GE(f["agreement"], 0.97) << r.out;
+}
+
+TEST_F(CompileTest, Fp32PlanIsTheUnquantizedModel) {
+  const std::string plan = Path("f.plan");
+  const QccResult c = Qcc({"compile", Resnet20Model(), "--fp32", "-o", plan});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("37 nodes in fp32"), std::string::npos) << c.out;
+  const QccResult inspect = Qcc({"inspect", plan});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  // The fused fp32 weights: 269,034 values of 4 bytes, no int8 step.
+  EXPECT_NE(inspect.out.find("weights: 1076136 B (f32 1076136 B)"), std::string::npos)
+      << inspect.out;
+  EXPECT_EQ(inspect.out.find("QConv"), std::string::npos);
+  const QccResult run = Qcc({"run", plan, "--test-data", Resnet20TestSet(0)});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(NumberAfter(run.out, "vs output_0.pb: max abs error "), 1e-3) << run.out;
 }
 
 TEST_F(CompileTest, BadBatchRangesAreRefused) {

@@ -95,8 +95,9 @@ TEST_F(ToolsBenchTest, MnistPrintsConsistentTimings) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");  // stderr is a file here: no progress line
   std::map<std::string, std::string> f = BenchFields(r.out);
-  ASSERT_EQ(f.size(), 6u) << r.out;
+  ASSERT_EQ(f.size(), 7u) << r.out;
   EXPECT_EQ(f["model"], Mnist());
+  EXPECT_EQ(f["device"], "cpu");  // an ONNX model runs on the CPU evaluator
   EXPECT_EQ(f["batch"], "1");
   EXPECT_EQ(f["threads"], "1");
   double median = 0, p90 = 0, throughput = 0;

@@ -1,0 +1,154 @@
+#include "backend_cuda/lowering.h"
+
+#include <array>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/steps.h"
+#include "support/status.h"
+
+namespace qcc::cuda {
+namespace {
+
+using runtime::Plan;
+using runtime::PlanBuffer;
+using runtime::PlanStep;
+using runtime::StepKind;
+
+constexpr std::array<std::pair<CudaKernel, absl::string_view>, 8> kTokens = {{
+    {CudaKernel::kIm2colImma, "im2col-imma"},
+    {CudaKernel::kImma, "imma"},
+    {CudaKernel::kDirectQConv, "direct-qconv"},
+    {CudaKernel::kIm2colGemm, "im2col-gemm"},
+    {CudaKernel::kGemm, "gemm"},
+    {CudaKernel::kDirectConv, "direct-conv"},
+    {CudaKernel::kAlias, "alias"},
+    {CudaKernel::kIndex, "index"},
+}};
+
+// IMMA (and our packing of every GEMM operand) wants m, k and leading dimensions in multiples of 4.
+int64_t RoundUp4(int64_t x) { return (x + 3) / 4 * 4; }
+
+absl::Status StepError(const Plan& plan, size_t i, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("step ", i, " '", plan.steps[i].name, "' (",
+                                                 runtime::StepKindName(plan.steps[i].kind),
+                                                 "): ", what));
+}
+
+// The weight operand `input` of step i, required to have `rank` dims.
+absl::StatusOr<const PlanBuffer*> WeightOperand(const Plan& plan, size_t i, size_t input,
+                                                size_t rank) {
+  const PlanStep& step = plan.steps[i];
+  if (step.inputs.size() <= input || step.inputs[input] < 0 ||
+      static_cast<size_t>(step.inputs[input]) >= plan.buffers.size()) {
+    return StepError(plan, i, absl::StrCat("has no operand ", input));
+  }
+  const PlanBuffer& w = plan.buffers[step.inputs[input]];
+  if (w.dims.size() != rank) {
+    return StepError(
+        plan, i, absl::StrCat("operand ", input, " has rank ", w.dims.size(), ", expected ", rank));
+  }
+  return &w;
+}
+
+// The "<token> <description>" of one step.
+absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
+  const PlanStep& step = plan.steps[i];
+  const auto kind = static_cast<StepKind>(step.kind);
+  const absl::string_view name = runtime::StepKindName(step.kind);
+  auto choice = [](CudaKernel k, auto&&... parts) {
+    return absl::StrCat(CudaKernelToken(k), " ", parts...);
+  };
+  switch (kind) {
+    case StepKind::kQConv:
+    case StepKind::kConv: {
+      QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, WeightOperand(plan, i, 1, 4));
+      int64_t group = 1;
+      if (kind == StepKind::kQConv) {
+        absl::StatusOr<runtime::QConvStepParams> p =
+            runtime::DecodeParams<runtime::QConvStepParams>(step);
+        if (!p.ok()) return StepError(plan, i, "malformed parameters");
+        group = p->geometry.group;
+      } else {
+        absl::StatusOr<runtime::ConvStepParams> p =
+            runtime::DecodeParams<runtime::ConvStepParams>(step);
+        if (!p.ok()) return StepError(plan, i, "malformed parameters");
+        group = p->geometry.group;
+      }
+      const int64_t kout = w->dims[0];
+      const int64_t kred = w->dims[1] * w->dims[2] * w->dims[3];
+      const bool int8 = kind == StepKind::kQConv;
+      if (group != 1) {
+        return choice(int8 ? CudaKernel::kDirectQConv : CudaKernel::kDirectConv,
+                      int8 ? "int8" : DTypeName(w->dtype), " NCHW, group ", group,
+                      ": one thread per output, ", kred, " products each (own kernel",
+                      int8 ? ", bit-exact requantize" : "", ")");
+      }
+      if (int8) {
+        return choice(CudaKernel::kIm2colImma, "int8 NCHW: im2col [N*OH*OW, ", RoundUp4(kred),
+                      "] + cuBLASLt IMMA TN m=", RoundUp4(kout), " k=", RoundUp4(kred), " (Kout ",
+                      kout, ", Kred ", kred, ", weights packed [", RoundUp4(kout), ", ",
+                      RoundUp4(kred), "] at load) -> int32 + requantize epilogue (own, bit-exact)");
+      }
+      const bool half = w->dtype == DType::kFloat16;
+      return choice(CudaKernel::kIm2colGemm, half ? "fp16" : "fp32", " NCHW: im2col [N*OH*OW, ",
+                    kred, "] + cuBLASLt ", half ? "fp16" : "fp32",
+                    " GEMM with fp32 accumulation m=", kout, " k=", kred,
+                    " + bias/activation epilogue (own)");
+    }
+    case StepKind::kQGemm: {
+      QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, WeightOperand(plan, i, 1, 2));
+      return choice(CudaKernel::kImma, "int8: rows padded to K ", RoundUp4(w->dims[1]),
+                    " + cuBLASLt IMMA TN m=", RoundUp4(w->dims[0]), " k=", RoundUp4(w->dims[1]),
+                    " (N ", w->dims[0], ", K ", w->dims[1],
+                    ") -> int32 + requantize epilogue (own, bit-exact)");
+    }
+    case StepKind::kGemm:
+      return choice(CudaKernel::kGemm,
+                    "fp32: cuBLASLt GEMM with fp32 accumulation (alpha, beta, "
+                    "transposes as ONNX Gemm) + activation epilogue (own)");
+    case StepKind::kReshape:
+      return choice(CudaKernel::kAlias, "the input's bytes, copied on the device");
+    default:
+      if (step.kind >= static_cast<uint32_t>(StepKind::kNumStepKinds)) {
+        return StepError(plan, i, "unknown step kind");
+      }
+      return choice(CudaKernel::kIndex, name, ": one thread per element (own kernel)");
+  }
+}
+
+}  // namespace
+
+absl::string_view CudaKernelToken(CudaKernel kernel) {
+  for (const auto& [k, token] : kTokens) {
+    if (k == kernel) return token;
+  }
+  return "index";
+}
+
+absl::StatusOr<CudaKernel> ParseCudaKernelToken(absl::string_view token) {
+  for (const auto& [k, t] : kTokens) {
+    if (t == token) return k;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown CUDA kernel token '", token, "'"));
+}
+
+std::string CudaKernelKey(size_t step) { return absl::StrCat("cuda.kernel.", step); }
+
+absl::Status RecordCudaKernelChoices(Plan& plan) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    QCC_ASSIGN_OR_RETURN(std::string choice, ChooseStep(plan, i));
+    plan.metadata[CudaKernelKey(i)] = std::move(choice);
+  }
+  plan.target = "cuda";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Plan> LowerToCudaPlan(const ir::Graph& graph, const passes::QuantDecision& decision,
+                                     const cpu::LowerOptions& options) {
+  QCC_ASSIGN_OR_RETURN(Plan plan, cpu::LowerToCpuPlan(graph, decision, options));
+  QCC_RETURN_IF_ERROR(RecordCudaKernelChoices(plan));
+  return plan;
+}
+
+}  // namespace qcc::cuda

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Parts of scripts/gpu-check that need Python: CPU-against-GPU output checks and the plan
+throughput table. Run through scripts/gpu-check (it builds qcc and sets up .venv).
+
+  gpu_check.py outputs --qcc QCC --shared DIR --out DIR
+  gpu_check.py bench   --qcc QCC --shared DIR --out DIR
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+CIFAR_PRE = ["--resize", "32", "--crop", "32", "--scale", "0.00392156862745098", "--mean",
+             "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"]
+# The DATA.md preprocessing of each shared model (as in bench/compare_ort.py).
+MODELS = {
+    "mnist-8": dict(onnx="mnist-8/model.onnx", data="mnist-test", pre=["--grayscale"],
+                    calib=["--shard", "0/10"], compare=["--max-samples", "1000"], batch="1"),
+    "resnet20-cifar10": dict(onnx="resnet20-cifar10/model.onnx", data="cifar10-test",
+                             pre=CIFAR_PRE, calib=["--shard", "0/10"], compare=[],
+                             batch="1:64"),
+    "squeezenet1.1": dict(onnx="squeezenet1.1/model-fp16.onnx", data="imagenet-val-sample",
+                          pre=["--resize", "256", "--crop", "224", "--channel-order", "bgr",
+                               "--mean", "104,117,123"], calib=[], compare=[], batch="1"),
+    "ppocr-cls-mbv3": dict(onnx="ppocr-cls-mbv3/model.onnx", data="imagenet-val-sample",
+                           pre=["--resize", "192", "--crop", "48x192", "--scale",
+                                "0.00392156862745098", "--mean", "0.5,0.5,0.5", "--std",
+                                "0.5,0.5,0.5"], calib=[], compare=[], batch="1:64",
+                           compile=["--shape", "x=N,3,48,192"]),
+}
+
+failures = []
+
+
+def run(cmd):
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, text=True, capture_output=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit(f"gpu-check: command failed ({p.returncode}): {' '.join(cmd)}")
+    return p.stdout
+
+
+def check(ok, what):
+    print(("  ok    " if ok else "  FAIL  ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def plan_inputs(qcc, plan):
+    """[(name, dtype, dims)] from `qcc inspect PLAN` ("input NAME: f32[N,3,32,32]")."""
+    inputs = []
+    for line in run([qcc, "inspect", plan]).splitlines():
+        if line.startswith("input ") and ": " in line:
+            name, shape = line[len("input "):].split(": ", 1)
+            dtype, dims = shape.split("[", 1)
+            dims = [1 if d == "N" else int(d) for d in dims.rstrip("]").split(",")]
+            inputs.append((name, dtype, dims))
+    return inputs
+
+
+def input_files(qcc, model_dir, plan, work):
+    """The model's test inputs when it ships them, else two seeded random inputs."""
+    inputs = plan_inputs(qcc, plan)
+    sets = []
+    for d in sorted(glob.glob(os.path.join(model_dir, "test_data_set_*"))):
+        sets.append([f"{name}={os.path.join(d, f'input_{i}.pb')}"
+                     for i, (name, _, _) in enumerate(inputs)])
+    if not sets:
+        rng = np.random.default_rng(0)
+        for k in range(2):
+            args = []
+            for name, dtype, dims in inputs:
+                x = rng.standard_normal(dims).astype(np.float16 if dtype == "f16" else np.float32)
+                path = os.path.join(work, f"random_{k}_{name}.npy")
+                np.save(path, x)
+                args.append(f"{name}={path}")
+            sets.append(args)
+    return sets
+
+
+def outputs_of(qcc, plan, device, inputs, folder):
+    os.makedirs(folder, exist_ok=True)
+    cmd = [qcc, "run", plan, "--device", device, "--output-dir", folder]
+    for arg in inputs:
+        cmd += ["--input", arg]
+    run(cmd)
+    return [numpy_helper.to_array(onnx.load_tensor(p))
+            for p in sorted(glob.glob(os.path.join(folder, "output_*.pb")))]
+
+
+def compare_line(text):
+    return [l for l in text.splitlines() if l.startswith("compare: ")][-1]
+
+
+def outputs(args):
+    for name, m in MODELS.items():
+        print(f"\n-- {name}", flush=True)
+        model = os.path.join(args.shared, "models", m["onnx"])
+        model_dir = os.path.dirname(model)
+        data = os.path.join(args.shared, "data", m["data"])
+        work = os.path.join(args.out, name)
+        os.makedirs(work, exist_ok=True)
+        limit = [] if m["calib"] else ["--max-samples", "100"]
+        tables = {}
+        for device in ("cpu", "cuda"):
+            tables[device] = os.path.join(work, f"calib-{device}.json")
+            run([args.qcc, "calibrate", model, data, *m["pre"], *m["calib"], *limit,
+                 "--device", device, "-o", tables[device]])
+        # GPU histograms are exact (integer counts at power-of-two ranges): equal tables.
+        cpu_t, gpu_t = (json.load(open(tables[d]))["tensors"] for d in ("cpu", "cuda"))
+        check(cpu_t == gpu_t, f"{name}: calibration table on cuda equals cpu "
+                              f"({len(cpu_t)} tensors)")
+        for precision in ("int8", "fp16"):
+            plan = os.path.join(work, f"{precision}.plan")
+            flags = ["--int8", "--calib", tables["cpu"]] if precision == "int8" else ["--fp16"]
+            run([args.qcc, "compile", model, *flags, *m.get("compile", []), "--batch", m["batch"],
+                 "--target", "cuda", "-o", plan])
+            for k, inputs in enumerate(input_files(args.qcc, model_dir, plan, work)):
+                want = outputs_of(args.qcc, plan, "cpu", inputs, os.path.join(work, f"cpu{k}"))
+                got = outputs_of(args.qcc, plan, "cuda", inputs, os.path.join(work, f"gpu{k}"))
+                for i, (a, b) in enumerate(zip(want, got)):
+                    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+                    err = float(np.max(np.abs(a64 - b64))) if a.size else 0.0
+                    scale = float(np.max(np.abs(a64))) if a.size else 0.0
+                    if precision == "int8":
+                        check(a.shape == b.shape and np.array_equal(a, b),
+                              f"{name} int8 input set {k} output {i}: bit-exact "
+                              f"(max abs diff {err:.3g})")
+                    else:
+                        check(a.shape == b.shape and err <= 2e-2 * max(scale, 1e-6),
+                              f"{name} fp16 input set {k} output {i}: max abs diff {err:.3g} "
+                              f"against max |y| {scale:.3g}")
+            lines = {}
+            for device in ("cpu", "cuda"):
+                lines[device] = compare_line(run(
+                    [args.qcc, "compare", model, plan, data, *m["pre"], *m["compare"],
+                     "--device", device]))
+            print(f"  cpu:  {lines['cpu']}\n  cuda: {lines['cuda']}")
+            if precision == "int8":
+                check(lines["cpu"] == lines["cuda"],
+                      f"{name} int8: qcc compare on real images identical on cpu and cuda")
+    if failures:
+        raise SystemExit(f"gpu-check: {len(failures)} check(s) failed: " + "; ".join(failures))
+
+
+def bench(args):
+    rows = []
+    for name in ("resnet20-cifar10", "squeezenet1.1"):
+        m = MODELS[name]
+        model = os.path.join(args.shared, "models", m["onnx"])
+        work = os.path.join(args.out, name)
+        os.makedirs(work, exist_ok=True)
+        table = os.path.join(work, "calib-cpu.json")
+        if not os.path.exists(table):
+            limit = [] if m["calib"] else ["--max-samples", "100"]
+            run([args.qcc, "calibrate", model, os.path.join(args.shared, "data", m["data"]),
+                 *m["pre"], *m["calib"], *limit, "--device", "cpu", "-o", table])
+        fp32_ms = {}
+        for precision in ("fp32", "fp16", "int8"):
+            plan = os.path.join(work, f"bench-{precision}.plan")
+            flags = ["--int8", "--calib", table] if precision == "int8" else [f"--{precision}"]
+            run([args.qcc, "compile", model, *flags, "--batch", m["batch"], "--target", "cuda",
+                 "-o", plan])
+            for batch in (1, 64):
+                if m["batch"] == "1" and batch != 1:
+                    rows.append((name, precision, batch, None, None, None))
+                    continue
+                line = [l for l in run([args.qcc, "bench", plan, "--device", "cuda", "--batch",
+                                        str(batch), "--warmup", "10", "--iters", "100"])
+                        .splitlines() if l.startswith("bench: ")][-1]
+                f = dict(kv.split("=", 1) for kv in line.split()[1:])
+                ms = float(f["median_ms"])
+                if precision == "fp32":
+                    fp32_ms[batch] = ms
+                rows.append((name, precision, batch, ms, float(f["throughput"]),
+                             fp32_ms.get(batch, ms) / ms))
+    print(f"\n{'model':18} {'plan':5} {'batch':>5} {'median ms':>10} {'samples/s':>10} "
+          f"{'vs fp32':>8}")
+    for name, precision, batch, ms, tput, speedup in rows:
+        if ms is None:
+            print(f"{name:18} {precision:5} {batch:>5} {'(fixed batch 1 in the model)':>30}")
+        else:
+            print(f"{name:18} {precision:5} {batch:>5} {ms:>10.4f} {tput:>10.1f} {speedup:>7.2f}x")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["outputs", "bench"])
+    parser.add_argument("--qcc", required=True)
+    parser.add_argument("--shared", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    outputs(args) if args.what == "outputs" else bench(args)
+
+
+if __name__ == "__main__":
+    main()
