@@ -1,11 +1,12 @@
 // int8 convolution: validation, the reference implementation (the contract in qconv.h, written
-// as directly as it reads), weight packing and dispatch to the VNNI fast paths.
+// as directly as it reads), weight packing and dispatch to the VNNI and AVX2 fast paths.
 #include "backend_cpu/kernels/qconv.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/qint8_avx2_internal.h"
 #include "backend_cpu/kernels/qint8_vnni_internal.h"
 #include "support/quantize.h"
 
@@ -101,13 +102,24 @@ PackedQConvWeights PackQConvWeights(const QConvParams& p, QKernelPath path) {
     for (int64_t i = 0; i < per_k; ++i) sum += w.weights[k * per_k + i];
     w.correction[k] = Wrap32(-128 * sum);
   }
-  if (path == QKernelPath::kFastest && QInt8HasVnni()) internal::PackQConvVnni(p, &w);
+  if (path == QKernelPath::kFastest && QInt8HasVnni()) {
+    internal::PackQConvVnni(p, &w);
+  } else if (path != QKernelPath::kReference && QInt8HasAvx2()) {
+    internal::PackQConvAvx2(p, &w);
+  }
   return w;
 }
 
 int64_t QConvWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w) {
-  if (w.layout == PackedQConvWeights::Layout::kReference) return 0;
-  return internal::QConvVnniWorkspaceBytes(p, w);
+  switch (w.layout) {
+    case PackedQConvWeights::Layout::kReference:
+      return 0;
+    case PackedQConvWeights::Layout::kAvx2Direct:
+    case PackedQConvWeights::Layout::kAvx2Depthwise:
+      return internal::QConvAvx2WorkspaceBytes(p, w);
+    default:
+      return internal::QConvVnniWorkspaceBytes(p, w);
+  }
 }
 
 void QConv(const QConvParams& p, const PackedQConvWeights& w, void* workspace) {
@@ -117,6 +129,9 @@ void QConv(const QConvParams& p, const PackedQConvWeights& w, void* workspace) {
   if (w.layout == PackedQConvWeights::Layout::kReference ||
       !internal::VnniRequantApplies(p.multiplier, p.k, p.zp_out)) {
     ReferenceWithWeights(p, w.weights.data());
+  } else if (w.layout == PackedQConvWeights::Layout::kAvx2Direct ||
+             w.layout == PackedQConvWeights::Layout::kAvx2Depthwise) {
+    internal::QConvAvx2(p, w, workspace);
   } else {
     internal::QConvVnni(p, w, workspace);
   }

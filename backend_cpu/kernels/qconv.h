@@ -1,7 +1,7 @@
 // int8 2-D convolution of the int8 runtime (DESIGN.md s.2): a reference implementation that IS
-// the numerics contract, and AVX-512 VNNI fast paths (qconv_vnni.cc: a register-tiled direct
-// convolution, and a dedicated depthwise kernel) that tests prove bit-identical to it
-// (tests/backend_cpu/int8_conv_test.cc).
+// the numerics contract, and fast paths that tests prove bit-identical to it
+// (tests/backend_cpu/int8_conv_test.cc): AVX-512 VNNI (qconv_vnni.cc, qconv_depthwise_vnni.cc)
+// and AVX2 (qconv_avx2.cc), each a register-tiled direct convolution and a depthwise kernel.
 //
 // Contract, for image n, output channel k of group g = k / (K / group), output position (y, x):
 //   acc = bias[k] + sum_{c < C/group, r < R, s < S} w[k, c, r, s] * in(n, g * C/group + c,
@@ -62,7 +62,7 @@ absl::Status ValidateQConvParams(const QConvParams& p);
 
 /// Weights of one convolution prepared once at load time for QConv; owns its buffers.
 struct PackedQConvWeights {
-  enum class Layout { kReference, kVnniDirect, kVnniDepthwise };
+  enum class Layout { kReference, kVnniDirect, kVnniDepthwise, kAvx2Direct, kAvx2Depthwise };
   Layout layout = Layout::kReference;
   // The geometry packed for: QConv needs the same K, C/group, R, S, group, strides and
   // dilations (N, H, W and the pads may change between calls).
@@ -70,12 +70,14 @@ struct PackedQConvWeights {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   std::vector<int8_t> weights;      // copy of [K, C/group, R, S] (the reference path reads it)
   std::vector<int32_t> correction;  // [K]: -128 * sum(w[k]) mod 2^32, for the VNNI paths
-  std::shared_ptr<uint8_t> packed;  // 64-byte aligned, layout-specific (qconv_vnni.cc)
+  std::shared_ptr<uint8_t> packed;  // 64-byte aligned, layout-specific (qconv_vnni.cc, _avx2.cc)
 };
 
 /// Packs p.weights for QConv with p's geometry (p.input/output are not read). kFastest picks
 /// the VNNI layouts when QInt8HasVnni(): depthwise (C == group) when its window fits, else
-/// the direct one. Call only for params that ValidateQConvParams accepts.
+/// the direct one; else the AVX2 layouts when QInt8HasAvx2(): depthwise when C == group, else
+/// direct. kAvx2 picks the AVX2 layouts when QInt8HasAvx2(). Call only for params that
+/// ValidateQConvParams accepts.
 PackedQConvWeights PackQConvWeights(const QConvParams& p, QKernelPath path = QKernelPath::kFastest);
 
 /// Bytes of scratch QConv needs for `p` with weights `w` (p.num_threads per-thread buffers).

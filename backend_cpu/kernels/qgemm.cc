@@ -1,8 +1,9 @@
 // int8 GEMM: the reference implementation (the contract in qgemm.h), weight packing and
-// dispatch to the VNNI fast path; and the CPU check shared by the int8 kernels.
+// dispatch to the VNNI and AVX2 fast paths; and the CPU checks shared by the int8 kernels.
 #include "backend_cpu/kernels/qgemm.h"
 
 #include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/qint8_avx2_internal.h"
 #include "backend_cpu/kernels/qint8_vnni_internal.h"
 #include "support/quantize.h"
 
@@ -13,6 +14,11 @@ bool QInt8HasVnni() {
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
       __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
+  return has;
+}
+
+bool QInt8HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
   return has;
 }
 
@@ -41,7 +47,11 @@ PackedQGemmWeights PackQGemmWeights(const QGemmParams& p, QKernelPath path) {
   w.n = p.n;
   w.k = p.k;
   w.weights.assign(p.b, p.b + p.n * p.k);
-  if (path == QKernelPath::kFastest && QInt8HasVnni()) internal::PackQGemmVnni(p, &w);
+  if (path == QKernelPath::kFastest && QInt8HasVnni()) {
+    internal::PackQGemmVnni(p, &w);
+  } else if (path != QKernelPath::kReference && QInt8HasAvx2()) {
+    internal::PackQGemmAvx2(p, &w);
+  }
   return w;
 }
 
@@ -50,8 +60,10 @@ void QGemm(const QGemmParams& p, const PackedQGemmWeights& w) {
   if (w.layout == PackedQGemmWeights::Layout::kReference ||
       !internal::VnniRequantApplies(p.multiplier, p.n, p.zp_out)) {
     ReferenceWithWeights(p, w.weights.data());
-  } else {
+  } else if (w.layout == PackedQGemmWeights::Layout::kVnni) {
     internal::QGemmVnni(p, w);
+  } else {
+    internal::QGemmAvx2(p, w);
   }
 }
 

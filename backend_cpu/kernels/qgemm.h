@@ -1,6 +1,7 @@
 // int8 GEMM of the int8 runtime (DESIGN.md s.2): y = requantize(bias + a * b^T), the numerics
-// contract of support/quantize.h, with a reference implementation that IS the contract and an
-// AVX-512 VNNI fast path that gives the same bits (tests/backend_cpu/int8_gemm_test.cc).
+// contract of support/quantize.h, with a reference implementation that IS the contract and
+// AVX-512 VNNI (qgemm_vnni.cc) and AVX2 (qgemm_avx2.cc) fast paths that give the same bits
+// (tests/backend_cpu/int8_gemm_test.cc).
 //
 // Contract: for m < M, n < N
 //   acc[m, n] = bias[n] + sum_{k < K} a[m, k] * b[n, k]          (int32, wrapping: see below)
@@ -22,11 +23,16 @@
 
 namespace qcc::cpu {
 
-/// Which implementation weight packing prepares: the fastest this CPU runs, or the reference.
-enum class QKernelPath { kFastest, kReference };
+/// Which implementation weight packing prepares: the fastest this CPU runs (VNNI, else AVX2,
+/// else the reference), the reference, or the AVX2 paths (the reference on CPUs without AVX2;
+/// tests use it to check the AVX2 paths on CPUs that also have VNNI).
+enum class QKernelPath { kFastest, kReference, kAvx2 };
 
 /// True when this CPU runs the int8 VNNI fast paths (AVX-512 F/BW/VL/VNNI/VBMI/VBMI2).
 bool QInt8HasVnni();
+
+/// True when this CPU runs the int8 AVX2 fast paths.
+bool QInt8HasAvx2();
 
 /// Operands of one int8 GEMM (contract above); all buffers are dense and row-major.
 struct QGemmParams {
@@ -42,14 +48,15 @@ struct QGemmParams {
 
 /// Weights of one GEMM prepared once at load time for QGemm; owns its buffers.
 struct PackedQGemmWeights {
-  enum class Layout { kReference, kVnni };
+  enum class Layout { kReference, kVnni, kAvx2 };
   Layout layout = Layout::kReference;
   int64_t n = 0, k = 0;
   std::vector<int8_t> weights;      // copy of b [N, K] (the reference path reads it)
-  std::shared_ptr<uint8_t> packed;  // kVnni: 64-byte aligned, see qgemm_vnni.cc
+  std::shared_ptr<uint8_t> packed;  // 64-byte aligned, see qgemm_vnni.cc, qgemm_avx2.cc
 };
 
-/// Packs p.b ([p.n, p.k]) for QGemm; kFastest picks the VNNI layout when QInt8HasVnni().
+/// Packs p.b ([p.n, p.k]) for QGemm; kFastest picks the VNNI layout when QInt8HasVnni(), else
+/// the AVX2 one when QInt8HasAvx2(); kAvx2 picks the AVX2 one when QInt8HasAvx2().
 PackedQGemmWeights PackQGemmWeights(const QGemmParams& p, QKernelPath path = QKernelPath::kFastest);
 
 /// The contract on p.a, weights `w` (packed for p.n, p.k; p.b is ignored), p.bias and

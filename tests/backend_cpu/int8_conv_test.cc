@@ -1,6 +1,7 @@
 // The int8 convolution (backend_cpu/kernels/qconv.h): the reference against hand-computed values
-// and an independent naive evaluation of the contract, and the VNNI fast paths bit-identical to
-// the reference over many geometries, extreme values, wrapping accumulators and thread counts.
+// and an independent naive evaluation of the contract, and the fast paths (VNNI and AVX2, each
+// the direct and the depthwise kernel) bit-identical to the reference over many geometries,
+// extreme values, wrapping accumulators and thread counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,8 +128,13 @@ std::vector<int8_t> RunReference(Conv& conv) {
 std::vector<int8_t> RunPacked(Conv& conv, QKernelPath path, int threads) {
   conv.p.num_threads = threads;
   const PackedQConvWeights packed = PackQConvWeights(conv.p, path);
-  if (path == QKernelPath::kFastest) {
-    EXPECT_NE(packed.layout, PackedQConvWeights::Layout::kReference);
+  using Layout = PackedQConvWeights::Layout;
+  if (path == QKernelPath::kFastest && (QInt8HasVnni() || QInt8HasAvx2())) {
+    EXPECT_NE(packed.layout, Layout::kReference);
+  }
+  if (path == QKernelPath::kAvx2 && QInt8HasAvx2()) {
+    EXPECT_EQ(packed.layout,
+              conv.p.c == conv.p.group ? Layout::kAvx2Depthwise : Layout::kAvx2Direct);
   }
   constexpr int64_t kGuard = 256;
   constexpr int8_t kSentinel = 0x5a;
@@ -200,6 +206,19 @@ const std::vector<Geometry>& Geometries() {
       {2, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1},            // big enough to split on threads
       {1, 32, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1},            // resnet20 down-sampling
       {1, 64, 16, 18, 24, 1, 1, 2, 2},                        // 1x1 stride 2 (shortcut)
+      {2, 1, 9, 17, 5, 1, 1},                                 // C=1 (one half-empty pair)
+      {1, 3, 19, 23, 7, 3, 3, 1, 1, 1, 1, 1, 1},              // odd C, odd widths (row tails)
+      {1, 9, 9, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},       // grouped, C/group = 3 (odd)
+      {2, 10, 13, 11, 15, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 5},   // grouped 5x5 stride 2, K/group 3
+      {1, 6, 21, 19, 10, 3, 3, 2, 1, 3, 2, 1, 0, 2, 3},       // stride (2, 1), dilation (2, 3)
+      {1, 5, 15, 25, 9, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2},        // 5x5 dilation 2, odd C and K
+      {1, 7, 13, 14, 7, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 7},     // depthwise stride 3
+      {2, 5, 9, 31, 15, 3, 5, 2, 3, 1, 2, 0, 3, 2, 1, 5},     // depthwise x3, strides, dilation
+      {1, 4, 6, 70, 4, 1, 9, 1, 1, 0, 4, 0, 4, 1, 1, 4},      // depthwise 1x9 on a wide row
+      {1, 2, 5, 5, 2, 5, 5},                                  // kernel as large as the input
+      {1, 3, 12, 13, 6, 9, 9, 1, 2, 4, 4, 4, 4, 1, 1, 3},     // depthwise 9x9 (81 taps), x2
+      {1, 6, 12, 13, 4, 9, 9, 2, 1, 4, 4, 4, 4, 1, 1, 2},     // grouped 9x9
+      {1, 8, 14, 21, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 8},     // depthwise dilation 2, stride 1
   };
   return kAll;
 }
@@ -220,54 +239,123 @@ TEST(Int8ConvTest, ReferencePackingRunsTheReference) {
   EXPECT_EQ(RunPacked(conv, QKernelPath::kReference, 2), RunReference(conv));
 }
 
-#define SKIP_WITHOUT_VNNI() \
-  if (!QInt8HasVnni())      \
-  GTEST_SKIP() << "this CPU lacks AVX-512 VNNI/VBMI2: no int8 fast path to test"
+/// The fast paths this CPU runs: kFastest (VNNI) when it has VNNI, kAvx2 when it has AVX2
+/// (kFastest is AVX2 then, unless it also has VNNI).
+std::vector<QKernelPath> FastPaths() {
+  std::vector<QKernelPath> paths;
+  if (QInt8HasVnni()) paths.push_back(QKernelPath::kFastest);
+  if (QInt8HasAvx2()) paths.push_back(QKernelPath::kAvx2);
+  return paths;
+}
+
+std::string PathName(QKernelPath path) {
+  return path == QKernelPath::kAvx2 ? "avx2" : path == QKernelPath::kFastest ? "fastest" : "ref";
+}
+
+#define SKIP_WITHOUT_FAST_PATH() \
+  if (FastPaths().empty())       \
+  GTEST_SKIP() << "this CPU lacks AVX2 and AVX-512 VNNI: no int8 fast path to test"
+
+TEST(Int8ConvTest, FastestPicksVnniElseAvx2) {
+  Conv conv(Geometries()[1]);
+  Conv depthwise(Geometries()[3]);
+  using Layout = PackedQConvWeights::Layout;
+  const Layout direct = PackQConvWeights(conv.p).layout;
+  const Layout dw = PackQConvWeights(depthwise.p).layout;
+  if (QInt8HasVnni()) {
+    EXPECT_EQ(direct, Layout::kVnniDirect);
+    EXPECT_EQ(dw, Layout::kVnniDepthwise);
+  } else if (QInt8HasAvx2()) {
+    EXPECT_EQ(direct, Layout::kAvx2Direct);
+    EXPECT_EQ(dw, Layout::kAvx2Depthwise);
+  } else {
+    EXPECT_EQ(direct, Layout::kReference);
+    EXPECT_EQ(dw, Layout::kReference);
+  }
+  const Layout forced = PackQConvWeights(conv.p, QKernelPath::kAvx2).layout;
+  EXPECT_EQ(forced, QInt8HasAvx2() ? Layout::kAvx2Direct : Layout::kReference);
+}
 
 TEST(Int8ConvFastTest, BitIdenticalToReferenceOnRandomData) {
-  SKIP_WITHOUT_VNNI();
-  uint32_t seed = 100;
-  for (const Geometry& g : Geometries()) {
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(absl::StrCat(Describe(g), ", threads ", threads));
-      Conv conv(g);
-      Randomize(conv, seed++);
-      EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, threads), RunReference(conv));
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 100;
+    for (const Geometry& g : Geometries()) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g), ", threads ", threads));
+        Conv conv(g);
+        Randomize(conv, seed++);
+        EXPECT_EQ(RunPacked(conv, path, threads), RunReference(conv));
+        conv.p.bias = nullptr;
+        EXPECT_EQ(RunPacked(conv, path, threads), RunReference(conv));
+      }
     }
   }
 }
 
 TEST(Int8ConvFastTest, BitIdenticalToReferenceOnExtremeValues) {
-  SKIP_WITHOUT_VNNI();
+  SKIP_WITHOUT_FAST_PATH();
   struct Extreme {
     int8_t x, w, pad;
   };
-  uint32_t seed = 500;
-  for (const Geometry& g : Geometries()) {
-    for (const Extreme e : {Extreme{-128, 127, -128}, Extreme{127, -127, 127},
-                            Extreme{-128, -128, 127}, Extreme{127, 127, -128}}) {
-      SCOPED_TRACE(absl::StrCat(Describe(g), ", x ", e.x, " w ", e.w, " pad ", e.pad));
-      Conv conv(g);
-      Randomize(conv, seed++);  // random multipliers, zp and clamps
-      std::fill(conv.input.begin(), conv.input.end(), e.x);
-      std::fill(conv.weights.begin(), conv.weights.end(), e.w);
-      conv.p.pad_value = e.pad;
-      EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 2), RunReference(conv));
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 500;
+    for (const Geometry& g : Geometries()) {
+      for (const Extreme e :
+           {Extreme{-128, 127, -128}, Extreme{127, -127, 127}, Extreme{-128, -128, 127},
+            Extreme{127, 127, -128}, Extreme{-128, -128, -128}}) {
+        SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g), ", x ", e.x, " w ", e.w,
+                                  " pad ", e.pad));
+        Conv conv(g);
+        Randomize(conv, seed++);  // random multipliers, zp and clamps
+        std::fill(conv.input.begin(), conv.input.end(), e.x);
+        std::fill(conv.weights.begin(), conv.weights.end(), e.w);
+        conv.p.pad_value = e.pad;
+        EXPECT_EQ(RunPacked(conv, path, 2), RunReference(conv));
+      }
     }
   }
 }
 
 TEST(Int8ConvFastTest, BitIdenticalWhenTheAccumulatorWraps) {
-  SKIP_WITHOUT_VNNI();
+  SKIP_WITHOUT_FAST_PATH();
   // C * R * S = 147456 products of -128 * 127 sum to -2.4e9: past int32, so both paths must
   // wrap modulo 2^32 the same way. One and two output columns.
-  for (const Geometry& g : {Geometry{1, 16384, 3, 3, 3, 3, 3}, Geometry{1, 16384, 3, 4, 3, 3, 3}}) {
-    Conv conv(g);
-    Randomize(conv, 7);
-    std::fill(conv.input.begin(), conv.input.end(), -128);
-    std::fill(conv.weights.begin(), conv.weights.end(), 127);
-    for (int64_t k = 0; k < conv.p.k; ++k) conv.multiplier[k] = 1e-7f * static_cast<float>(k + 1);
-    EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 1), RunReference(conv));
+  for (const QKernelPath path : FastPaths()) {
+    for (const Geometry& g :
+         {Geometry{1, 16384, 3, 3, 3, 3, 3}, Geometry{1, 16384, 3, 4, 3, 3, 3}}) {
+      SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g)));
+      Conv conv(g);
+      Randomize(conv, 7);
+      std::fill(conv.input.begin(), conv.input.end(), -128);
+      std::fill(conv.weights.begin(), conv.weights.end(), 127);
+      for (int64_t k = 0; k < conv.p.k; ++k) conv.multiplier[k] = 1e-7f * static_cast<float>(k + 1);
+      EXPECT_EQ(RunPacked(conv, path, 1), RunReference(conv));
+    }
+  }
+}
+
+TEST(Int8ConvFastTest, BitIdenticalWhenTheBiasWraps) {
+  SKIP_WITHOUT_FAST_PATH();
+  // Biases at the ends of int32 make small sums wrap too, in every kernel (the depthwise ones
+  // included, whose sums are too short to wrap otherwise); multipliers tiny enough that the
+  // wrapped values land inside int8 on both sides.
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 900;
+    for (const Geometry& g : Geometries()) {
+      SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g)));
+      Conv conv(g);
+      Randomize(conv, seed++);
+      for (int64_t k = 0; k < conv.p.k; ++k) {
+        conv.bias[k] = k % 2 == 0 ? std::numeric_limits<int32_t>::max() - static_cast<int32_t>(k)
+                                  : std::numeric_limits<int32_t>::min() + static_cast<int32_t>(k);
+        conv.multiplier[k] = 2.5e-8f;
+      }
+      conv.p.lo = -128;
+      conv.p.hi = 127;
+      const std::vector<int8_t> reference = RunReference(conv);
+      EXPECT_EQ(RunPacked(conv, path, 2), reference);
+    }
   }
 }
 
@@ -275,52 +363,56 @@ TEST(Int8ConvFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
   // NaN and infinite multipliers (never emitted by the compiler) and a zp_out outside int8 are
   // outside the fast epilogue's preconditions: QConv must still give the contract's bits.
   for (const Geometry& g : {Geometries()[1], Geometries()[3]}) {
-    SCOPED_TRACE(Describe(g));
-    Conv conv(g);
-    Randomize(conv, 21);
-    conv.multiplier[0] = std::numeric_limits<float>::quiet_NaN();
-    conv.multiplier[1] = std::numeric_limits<float>::infinity();
-    conv.multiplier[2] = -std::numeric_limits<float>::infinity();
-    conv.bias[1] = conv.bias[2] = 0;  // so some accumulators are 0 (0 * inf = NaN)
-    const std::vector<int8_t> reference = RunReference(conv);
-    EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 2), reference);
-    // NaN gives zp_out (clamped), whatever the accumulator.
-    const int64_t plane = conv.p.out_h() * conv.p.out_w();
-    for (int64_t i = 0; i < plane; ++i) {
-      EXPECT_EQ(reference[i], std::clamp(conv.p.zp_out, conv.p.lo, conv.p.hi));
+    for (const QKernelPath path : {QKernelPath::kFastest, QKernelPath::kAvx2}) {
+      SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g)));
+      Conv conv(g);
+      Randomize(conv, 21);
+      conv.multiplier[0] = std::numeric_limits<float>::quiet_NaN();
+      conv.multiplier[1] = std::numeric_limits<float>::infinity();
+      conv.multiplier[2] = -std::numeric_limits<float>::infinity();
+      conv.bias[1] = conv.bias[2] = 0;  // so some accumulators are 0 (0 * inf = NaN)
+      const std::vector<int8_t> reference = RunReference(conv);
+      EXPECT_EQ(RunPacked(conv, path, 2), reference);
+      // NaN gives zp_out (clamped), whatever the accumulator.
+      const int64_t plane = conv.p.out_h() * conv.p.out_w();
+      for (int64_t i = 0; i < plane; ++i) {
+        EXPECT_EQ(reference[i], std::clamp(conv.p.zp_out, conv.p.lo, conv.p.hi));
+      }
+      Randomize(conv, 22);
+      conv.p.zp_out = 300;
+      conv.p.lo = -128;
+      conv.p.hi = 127;
+      EXPECT_EQ(RunPacked(conv, path, 1), RunReference(conv));
     }
-    Randomize(conv, 22);
-    conv.p.zp_out = 300;
-    conv.p.lo = -128;
-    conv.p.hi = 127;
-    EXPECT_EQ(RunPacked(conv, QKernelPath::kFastest, 1), RunReference(conv));
   }
 }
 
 TEST(Int8ConvFastTest, PackedWeightsServeNewInputExtents) {
-  SKIP_WITHOUT_VNNI();
-  // Packing depends on K, C, R, S, group, strides and dilations only: one packing serves
-  // several batch sizes, map sizes and pads.
-  for (const Geometry& base : {Geometry{1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1},
-                               Geometry{1, 24, 8, 8, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24}}) {
-    Conv first(base);
-    Randomize(first, 3);
-    const PackedQConvWeights packed = PackQConvWeights(first.p);
-    for (const auto& [n, h, w, pad] :
-         {std::tuple{1, 8, 8, 1}, std::tuple{3, 13, 21, 0}, std::tuple{2, 32, 5, 2}}) {
-      Geometry g = base;
-      g.n = n, g.h = h, g.w = w;
-      g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = pad;
-      SCOPED_TRACE(Describe(g));
-      Conv conv(g);
-      Randomize(conv, 11);
-      conv.weights = first.weights;
-      conv.Bind();
-      std::vector<int8_t> out(conv.OutputSize());
-      std::vector<uint8_t> workspace(QConvWorkspaceBytes(conv.p, packed));
-      conv.p.output = out.data();
-      QConv(conv.p, packed, workspace.data());
-      EXPECT_EQ(out, RunReference(conv));
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    // Packing depends on K, C, R, S, group, strides and dilations only: one packing serves
+    // several batch sizes, map sizes and pads.
+    for (const Geometry& base : {Geometry{1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1},
+                                 Geometry{1, 24, 8, 8, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24}}) {
+      Conv first(base);
+      Randomize(first, 3);
+      const PackedQConvWeights packed = PackQConvWeights(first.p, path);
+      for (const auto& [n, h, w, pad] :
+           {std::tuple{1, 8, 8, 1}, std::tuple{3, 13, 21, 0}, std::tuple{2, 32, 5, 2}}) {
+        Geometry g = base;
+        g.n = n, g.h = h, g.w = w;
+        g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = pad;
+        SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g)));
+        Conv conv(g);
+        Randomize(conv, 11);
+        conv.weights = first.weights;
+        conv.Bind();
+        std::vector<int8_t> out(conv.OutputSize());
+        std::vector<uint8_t> workspace(QConvWorkspaceBytes(conv.p, packed));
+        conv.p.output = out.data();
+        QConv(conv.p, packed, workspace.data());
+        EXPECT_EQ(out, RunReference(conv));
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 // The int8 GEMM (backend_cpu/kernels/qgemm.h): the reference against hand-computed values and an
-// independent naive evaluation of the contract, and the VNNI fast path bit-identical to the
-// reference over shapes (row, column and depth tails), extreme values, wrapping and threads.
+// independent naive evaluation of the contract, and the fast paths (VNNI and AVX2) bit-identical
+// to the reference over shapes (row, column and depth tails), extreme values, wrapping and
+// threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -76,8 +78,14 @@ std::vector<int8_t> RunReference(Gemm& g) {
 std::vector<int8_t> RunPacked(Gemm& g, QKernelPath path, int threads) {
   g.p.num_threads = threads;
   const PackedQGemmWeights packed = PackQGemmWeights(g.p, path);
+  using Layout = PackedQGemmWeights::Layout;
   if (path == QKernelPath::kFastest) {
-    EXPECT_EQ(packed.layout, PackedQGemmWeights::Layout::kVnni);
+    EXPECT_EQ(packed.layout, QInt8HasVnni()   ? Layout::kVnni
+                             : QInt8HasAvx2() ? Layout::kAvx2
+                                              : Layout::kReference);
+  }
+  if (path == QKernelPath::kAvx2) {
+    EXPECT_EQ(packed.layout, QInt8HasAvx2() ? Layout::kAvx2 : Layout::kReference);
   }
   constexpr int64_t kGuard = 128;
   const int64_t size = g.p.m * g.p.n;
@@ -117,9 +125,10 @@ TEST(Int8GemmReferenceTest, RoundsHalfToEven) {
 struct Shape {
   int64_t m, n, k;
 };
-const Shape kShapes[] = {{1, 1, 1},    {1, 10, 64},    {32, 10, 64}, {3, 17, 5}, {6, 64, 4},
-                         {7, 65, 7},   {13, 100, 3},   {5, 48, 130}, {2, 16, 0}, {64, 33, 257},
-                         {17, 200, 9}, {1, 1000, 512}, {40, 128, 96}};
+const Shape kShapes[] = {{1, 1, 1},    {1, 10, 64},    {32, 10, 64},  {3, 17, 5},  {6, 64, 4},
+                         {7, 65, 7},   {13, 100, 3},   {5, 48, 130},  {2, 16, 0},  {64, 33, 257},
+                         {17, 200, 9}, {1, 1000, 512}, {40, 128, 96}, {5, 23, 15}, {9, 24, 17},
+                         {4, 25, 513}, {3, 10, 1101},  {11, 8, 2}};
 
 TEST(Int8GemmReferenceTest, MatchesNaiveEvaluation) {
   uint32_t seed = 1;
@@ -137,38 +146,89 @@ TEST(Int8GemmTest, ReferencePackingRunsTheReference) {
   EXPECT_EQ(RunPacked(g, QKernelPath::kReference, 2), RunReference(g));
 }
 
-#define SKIP_WITHOUT_VNNI() \
-  if (!QInt8HasVnni())      \
-  GTEST_SKIP() << "this CPU lacks AVX-512 VNNI/VBMI2: no int8 fast path to test"
+/// The fast paths this CPU runs: kFastest (VNNI) when it has VNNI, kAvx2 when it has AVX2
+/// (kFastest is AVX2 then, unless it also has VNNI).
+std::vector<QKernelPath> FastPaths() {
+  std::vector<QKernelPath> paths;
+  if (QInt8HasVnni()) paths.push_back(QKernelPath::kFastest);
+  if (QInt8HasAvx2()) paths.push_back(QKernelPath::kAvx2);
+  return paths;
+}
+
+std::string PathName(QKernelPath path) {
+  return path == QKernelPath::kAvx2 ? "avx2" : path == QKernelPath::kFastest ? "fastest" : "ref";
+}
+
+#define SKIP_WITHOUT_FAST_PATH() \
+  if (FastPaths().empty())       \
+  GTEST_SKIP() << "this CPU lacks AVX2 and AVX-512 VNNI: no int8 fast path to test"
 
 TEST(Int8GemmFastTest, BitIdenticalToReferenceOnRandomData) {
-  SKIP_WITHOUT_VNNI();
-  uint32_t seed = 100;
-  for (const Shape& s : kShapes) {
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(absl::StrCat("M", s.m, " N", s.n, " K", s.k, " threads ", threads));
-      Gemm g(s.m, s.n, s.k);
-      Randomize(g, seed++);
-      EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, threads), RunReference(g));
-      g.p.bias = nullptr;
-      EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, threads), RunReference(g));
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 100;
+    for (const Shape& s : kShapes) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(
+            absl::StrCat(PathName(path), ": M", s.m, " N", s.n, " K", s.k, " threads ", threads));
+        Gemm g(s.m, s.n, s.k);
+        Randomize(g, seed++);
+        EXPECT_EQ(RunPacked(g, path, threads), RunReference(g));
+        g.p.bias = nullptr;
+        EXPECT_EQ(RunPacked(g, path, threads), RunReference(g));
+      }
     }
   }
 }
 
 TEST(Int8GemmFastTest, BitIdenticalToReferenceOnExtremeValues) {
-  SKIP_WITHOUT_VNNI();
-  uint32_t seed = 300;
-  for (const Shape& s : kShapes) {
-    for (const auto& [x, w] : {std::pair<int8_t, int8_t>{-128, 127}, {127, -127}, {-128, -128}}) {
-      SCOPED_TRACE(absl::StrCat("M", s.m, " N", s.n, " K", s.k, " a ", x, " b ", w));
-      Gemm g(s.m, s.n, s.k);
-      Randomize(g, seed++);
-      std::fill(g.a.begin(), g.a.end(), x);
-      std::fill(g.b.begin(), g.b.end(), w);
-      EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 2), RunReference(g));
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 300;
+    for (const Shape& s : kShapes) {
+      for (const auto& [x, w] :
+           {std::pair<int8_t, int8_t>{-128, 127}, {127, -127}, {-128, -128}, {127, 127}}) {
+        SCOPED_TRACE(
+            absl::StrCat(PathName(path), ": M", s.m, " N", s.n, " K", s.k, " a ", x, " b ", w));
+        Gemm g(s.m, s.n, s.k);
+        Randomize(g, seed++);
+        std::fill(g.a.begin(), g.a.end(), x);
+        std::fill(g.b.begin(), g.b.end(), w);
+        EXPECT_EQ(RunPacked(g, path, 2), RunReference(g));
+      }
     }
   }
+}
+
+TEST(Int8GemmFastTest, BitIdenticalWhenTheBiasWraps) {
+  SKIP_WITHOUT_FAST_PATH();
+  // Biases at the ends of int32 make short sums wrap modulo 2^32 too.
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 700;
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(absl::StrCat(PathName(path), ": M", s.m, " N", s.n, " K", s.k));
+      Gemm g(s.m, s.n, s.k);
+      Randomize(g, seed++);
+      for (int64_t n = 0; n < s.n; ++n) {
+        g.bias[n] = n % 2 == 0 ? std::numeric_limits<int32_t>::max() - static_cast<int32_t>(n)
+                               : std::numeric_limits<int32_t>::min() + static_cast<int32_t>(n);
+        g.multiplier[n] = 2.5e-8f;
+      }
+      g.p.lo = -128;
+      g.p.hi = 127;
+      EXPECT_EQ(RunPacked(g, path, 2), RunReference(g));
+    }
+  }
+}
+
+TEST(Int8GemmTest, FastestPicksVnniElseAvx2) {
+  Gemm g(3, 17, 5);
+  using Layout = PackedQGemmWeights::Layout;
+  EXPECT_EQ(PackQGemmWeights(g.p).layout, QInt8HasVnni()   ? Layout::kVnni
+                                          : QInt8HasAvx2() ? Layout::kAvx2
+                                                           : Layout::kReference);
+  EXPECT_EQ(PackQGemmWeights(g.p, QKernelPath::kAvx2).layout,
+            QInt8HasAvx2() ? Layout::kAvx2 : Layout::kReference);
 }
 
 TEST(Int8GemmFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
@@ -182,6 +242,7 @@ TEST(Int8GemmFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
   std::fill(g.a.begin(), g.a.begin() + 9, 0);  // row 0: acc = 0 in column 1, 0 * inf = NaN
   const std::vector<int8_t> reference = RunReference(g);
   EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 2), reference);
+  EXPECT_EQ(RunPacked(g, QKernelPath::kAvx2, 2), reference);
   EXPECT_EQ(reference[0], std::clamp(g.p.zp_out, g.p.lo, g.p.hi));
   EXPECT_EQ(reference[1], std::clamp(g.p.zp_out, g.p.lo, g.p.hi));
   Randomize(g, 32);
@@ -189,10 +250,11 @@ TEST(Int8GemmFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
   g.p.lo = -128;
   g.p.hi = 127;
   EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 1), RunReference(g));
+  EXPECT_EQ(RunPacked(g, QKernelPath::kAvx2, 1), RunReference(g));
 }
 
 TEST(Int8GemmFastTest, BitIdenticalWhenTheAccumulatorWraps) {
-  SKIP_WITHOUT_VNNI();
+  SKIP_WITHOUT_FAST_PATH();
   // K = 150001 products of -128 * 127 sum to -2.4e9, past int32: both paths wrap mod 2^32.
   Gemm g(2, 3, 150001);
   Randomize(g, 9);
@@ -200,7 +262,10 @@ TEST(Int8GemmFastTest, BitIdenticalWhenTheAccumulatorWraps) {
   std::fill(g.b.begin(), g.b.end(), 127);
   g.multiplier = {1e-7f, 2e-7f, 3e-7f};
   g.Bind();
-  EXPECT_EQ(RunPacked(g, QKernelPath::kFastest, 1), RunReference(g));
+  for (const QKernelPath path : FastPaths()) {
+    SCOPED_TRACE(PathName(path));
+    EXPECT_EQ(RunPacked(g, path, 1), RunReference(g));
+  }
 }
 
 }  // namespace
