@@ -1,7 +1,7 @@
 // int8 against fp32 convolution on the layers of resnet20-cifar10 at batch 32 (Google
 // Benchmark): our fp32 conv (ConvF32, AVX-512 where the CPU has it), the int8 reference
-// (QConvReference, the contract in scalar C++) and the int8 fast path (QConv, VNNI). Layers 6 to
-// 8 are MobileNet-style extras (depthwise 3x3, stride 1 and 2, and a pointwise 1x1).
+// (QConvReference, the contract in scalar C++) and the int8 fast path (QConv: VNNI, else AVX2).
+// Layers 6 to 8 are MobileNet-style extras (depthwise 3x3, stride 1 and 2, and a pointwise 1x1).
 // Each benchmark reports GOPS (2 ops per multiply-add); the Resnet20Convs* ones run all 19
 // convolutions of the network in order, so their ratio is the conv part of the int8 speed-up.
 //
@@ -127,7 +127,8 @@ void BM_LayerInt8Fast(benchmark::State& state) {
   std::mt19937 rng(1);
   Int8Conv conv(l, static_cast<int>(state.range(1)), rng);
   if (conv.packed.layout == PackedQConvWeights::Layout::kReference) {
-    state.SkipWithError("no VNNI on this CPU: QConv runs the reference");
+    state.SkipWithError(
+        "no int8 fast path (AVX-512 VNNI or AVX2) on this CPU: QConv runs the reference");
   }
   for (auto _ : state) conv.Run();
   SetOps(state, Macs(l));
