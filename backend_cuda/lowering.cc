@@ -80,9 +80,11 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
       const bool int8 = kind == StepKind::kQConv;
       if (group != 1) {
         return choice(int8 ? CudaKernel::kDirectQConv : CudaKernel::kDirectConv,
-                      int8 ? "int8" : DTypeName(w->dtype), " NCHW, group ", group,
-                      ": one thread per output, ", kred, " products each (own kernel",
-                      int8 ? ", bit-exact requantize" : "", ")");
+                      int8                          ? "int8"
+                      : w->dtype == DType::kFloat16 ? "fp32 (fp16 weights widened at load)"
+                                                    : "fp32",
+                      " NCHW, group ", group, ": one thread per output, ", kred,
+                      " products each (own kernel", int8 ? ", bit-exact requantize" : "", ")");
       }
       if (int8) {
         return choice(CudaKernel::kIm2colImma, "int8 NCHW: im2col [N*OH*OW, ", RoundUp4(kred),

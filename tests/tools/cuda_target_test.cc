@@ -90,6 +90,23 @@ TEST_F(CudaTargetTest, Fp16PlanRunsLikeTheCpuPlanOnTheCpuRuntime) {
   EXPECT_EQ(got, want);
 }
 
+TEST_F(CudaTargetTest, DepthwiseConvsRecordTheDirectKernel) {
+  // ppocr-cls-mbv3 (MobileNetV3): its 11 depthwise convs run on the direct kernel, the other 42
+  // on im2col + GEMM, the classifier on a GEMM.
+  const std::string model = SharedModelDir("ppocr-cls-mbv3") + "/model.onnx";
+  const QccResult c = Qcc({"compile", model, "--fp16", "--target", "cuda", "--shape",
+                           "x=N,3,48,192", "-o", Path("p.plan")});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const QccResult inspect = Qcc({"inspect", Path("p.plan")});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(CountCudaKernel(inspect.out, "direct-conv"), 11) << inspect.out;
+  EXPECT_EQ(CountCudaKernel(inspect.out, "im2col-gemm"), 42) << inspect.out;
+  EXPECT_EQ(CountCudaKernel(inspect.out, "gemm"), 1) << inspect.out;
+  EXPECT_NE(inspect.out.find("direct-conv fp32 (fp16 weights widened at load) NCHW, group 8:"),
+            std::string::npos)
+      << inspect.out;
+}
+
 TEST_F(CudaTargetTest, DeviceCudaWithoutAGpuIsAClearError) {
   if (cuda::DeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
   ASSERT_EQ(CalibrateResnet20(Path("t.json")).exit_code, 0);
