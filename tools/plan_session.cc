@@ -4,7 +4,6 @@
 #include "absl/strings/str_cat.h"
 #include "backend_cuda/cuda_info.h"
 #include "runtime/cuda/cuda_engine.h"
-#include "runtime/plan_format.h"
 #include "support/status.h"
 
 namespace qcc::tools {
@@ -28,28 +27,28 @@ absl::StatusOr<std::unique_ptr<PlanSession>> PlanSession::Open(const std::string
                                                                int threads) {
   std::unique_ptr<PlanSession> session(new PlanSession);
   QCC_ASSIGN_OR_RETURN(session->device_, ResolveDevice(device));
-  runtime::EngineOptions options;
-  options.num_threads = threads;
-  QCC_ASSIGN_OR_RETURN(session->engine_, runtime::Engine::Load(path, options));
   if (session->device_ == "cpu") {
+    runtime::EngineOptions options;
+    options.num_threads = threads;
+    QCC_ASSIGN_OR_RETURN(session->engine_, runtime::Engine::Load(path, options));
     session->cpu_context_ = session->engine_->CreateContext();
     return session;
   }
-  // The CPU engine widened an fp16 plan's weights in its copy: the CUDA engine gets the plan as
-  // stored (the file is mapped, so reading it again costs little).
-  QCC_ASSIGN_OR_RETURN(runtime::Plan plan, runtime::ReadPlan(path));
+  // The CUDA engine checks the plan through a CPU engine of its own, which also describes the
+  // model's inputs and outputs here.
   auto cuda = std::make_unique<Cuda>();
   absl::StatusOr<std::shared_ptr<const runtime::CudaEngine>> cuda_engine =
-      runtime::CudaEngine::Create(std::move(plan));
+      runtime::CudaEngine::Load(path);
   if (!cuda_engine.ok()) {
     const absl::string_view message = cuda_engine.status().message();
-    return absl::Status(cuda_engine.status().code(),
-                        absl::StrCat(path, ": ", message,
-                                     absl::StrContains(message, "--device cpu")
-                                         ? ""
-                                         : " (run it on the CPU runtime with --device cpu)"));
+    return absl::Status(
+        cuda_engine.status().code(),
+        absl::StrCat(message, absl::StrContains(message, "--device cpu")
+                                  ? ""
+                                  : " (run it on the CPU runtime with --device cpu)"));
   }
   cuda->engine = *std::move(cuda_engine);
+  session->engine_ = cuda->engine->cpu_engine();
   QCC_ASSIGN_OR_RETURN(cuda->context, cuda->engine->CreateContext());
   session->cuda_ = std::move(cuda);
   return session;

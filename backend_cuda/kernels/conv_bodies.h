@@ -69,6 +69,19 @@ QCC_HOST_DEVICE inline float Activate(float v, float lo, float hi, float slope) 
   return v > hi ? hi : v;
 }
 
+/// The NCHW output element at offset i = ((img * K + k) * OH + oy) * OW + ox.
+struct ConvOutputPosition {
+  QCC_HOST_DEVICE ConvOutputPosition(const ConvDims& d, int64_t i) {
+    ox = i % d.ow;
+    int64_t t = i / d.ow;
+    oy = t % d.oh;
+    t /= d.oh;
+    k = t % d.k;
+    img = t / d.k;
+  }
+  int64_t img, k, oy, ox;
+};
+
 }  // namespace internal
 
 // ---- im2col -----------------------------------------------------------------------------------
@@ -268,12 +281,8 @@ struct DirectQConvArgs {
 struct DirectQConv {
   static QCC_HOST_DEVICE void Run(const DirectQConvArgs& a, int64_t i) {
     const ConvDims& d = a.d;
-    const int64_t ox = i % d.ow;
-    int64_t t = i / d.ow;
-    const int64_t oy = t % d.oh;
-    t /= d.oh;
-    const int64_t k = t % d.k;
-    const int64_t img = t / d.k;
+    const internal::ConvOutputPosition o(d, i);
+    const int64_t ox = o.ox, oy = o.oy, k = o.k, img = o.img;
     const int64_t cg = d.c_per_group();
     const int64_t g = k / d.k_per_group();
     const int8_t* wk = a.w + k * cg * d.r * d.s;
@@ -310,12 +319,8 @@ struct DirectConvArgs {
 struct DirectConv {
   static QCC_HOST_DEVICE void Run(const DirectConvArgs& a, int64_t i) {
     const ConvDims& d = a.d;
-    const int64_t ox = i % d.ow;
-    int64_t t = i / d.ow;
-    const int64_t oy = t % d.oh;
-    t /= d.oh;
-    const int64_t k = t % d.k;
-    const int64_t img = t / d.k;
+    const internal::ConvOutputPosition o(d, i);
+    const int64_t ox = o.ox, oy = o.oy, k = o.k, img = o.img;
     const int64_t cg = d.c_per_group();
     const int64_t g = k / d.k_per_group();
     const float* wk = a.w + k * cg * d.r * d.s;

@@ -1,13 +1,14 @@
 // CudaEngine in a qcc built without nvcc: the API links, and Create checks the plan as the CUDA
 // build does (a CPU Engine, so a corrupt plan reports the same error everywhere) and then fails
-// with FailedPrecondition. The
-// real implementation is cuda_engine_cuda.cc, built only with nvcc.
+// with FailedPrecondition (Load's names the path). The real implementation is cuda_engine_cuda.cc,
+// built only with nvcc.
 #ifndef QCC_HAVE_CUDA
 
 #include "runtime/cuda/cuda_engine.h"
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "support/status.h"
 
 namespace qcc::runtime {
@@ -40,7 +41,8 @@ absl::StatusOr<std::shared_ptr<const CudaEngine>> CudaEngine::Create(Plan plan, 
 absl::StatusOr<std::shared_ptr<const CudaEngine>> CudaEngine::Load(const std::string& path,
                                                                    CudaEngineOptions) {
   QCC_RETURN_IF_ERROR(Engine::Load(path, EngineOptions{1}).status());
-  return BuiltWithoutCuda();
+  const absl::Status built_without = BuiltWithoutCuda();
+  return absl::Status(built_without.code(), absl::StrCat(path, ": ", built_without.message()));
 }
 
 absl::StatusOr<std::unique_ptr<CudaExecutionContext>> CudaEngine::CreateContext() const {

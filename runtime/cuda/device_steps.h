@@ -20,8 +20,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "backend_cuda/kernels/conv_bodies.h"
 #include "backend_cuda/kernels/cublaslt_gemm.h"
+#include "backend_cuda/kernels/gemm_problem.h"
 #include "backend_cuda/kernels/pool_bodies.h"
+#include "backend_cuda/kernels/weight_packing.h"
 #include "runtime/cuda/device_launch.h"
 #include "runtime/plan.h"
 #include "runtime/steps.h"
@@ -263,6 +266,31 @@ absl::Status Launch(const DeviceRunContext& c, int64_t n, const BodyArgs<Body>& 
 /// The pool bodies' window (backend_cuda/kernels/pool_bodies.h) of a pool step at this run's
 /// batch: the planes and extents from the run's buffers, the window from the step.
 ::qcc::cuda::PoolWindow PoolWindowAt(const PoolStepParams& w, const DeviceRunContext& c);
+
+// ---- Shared by the conv steps (QConv, Conv) ----
+
+/// The conv bodies' geometry of a conv step with input x, weights w [K, C/g, R, S] and output y
+/// (n, the batch, is set per run).
+::qcc::cuda::ConvDims ConvDimsOf(const ConvGeometry& g, const PlanBuffer& x, const PlanBuffer& w,
+                                 const PlanBuffer& y);
+
+/// True when the conv step runs as im2col + GEMM: the compiler's recorded choice
+/// (`gemm_token` or `direct_token`, backend_cuda/lowering.h) when there is one, else group 1
+/// (a grouped or depthwise conv's small reduction per output would waste a GEMM).
+bool ConvRunsAsGemm(const DevicePrepareContext& c, absl::string_view gemm_token,
+                    absl::string_view direct_token, int64_t group);
+
+/// Scratch of an im2col + GEMM conv at `batch`: the im2col matrix (`b_elem` bytes an element)
+/// and the accumulators (`c_elem` bytes), each 256-byte aligned.
+uint64_t ConvGemmScratch(const ::qcc::cuda::ConvDims& d, const ::qcc::cuda::ConvGemmShape& shape,
+                         int64_t batch, uint64_t b_elem, uint64_t c_elem);
+
+/// Prepares the conv GEMM `builder(kout_pad, kred_pad, npix, groups)` (gemm_problem.h's
+/// Int8ConvGemm, HalfConvGemm, FloatConvGemm) for every batch the plan runs.
+using ConvGemmBuilder = ::qcc::cuda::GemmProblem (*)(int64_t kout_pad, int64_t kred_pad,
+                                                     int64_t npix, int64_t groups);
+absl::Status PrepareConvGemms(const DevicePrepareContext& c, const ::qcc::cuda::ConvDims& d,
+                              const ::qcc::cuda::ConvGemmShape& shape, ConvGemmBuilder builder);
 
 /// Elements of `b` at `batch` (no allocation).
 int64_t ElementsAt(const PlanBuffer& b, int64_t batch);

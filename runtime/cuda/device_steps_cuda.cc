@@ -174,4 +174,45 @@ const DeviceStepRegistry& DeviceSteps() {
   return g;
 }
 
+::qcc::cuda::ConvDims ConvDimsOf(const ConvGeometry& g, const PlanBuffer& x, const PlanBuffer& w,
+                                 const PlanBuffer& y) {
+  ::qcc::cuda::ConvDims d;
+  d.c = x.dims[1];
+  d.h = x.dims[2];
+  d.w = x.dims[3];
+  d.k = w.dims[0];
+  d.r = w.dims[2];
+  d.s = w.dims[3];
+  d.oh = y.dims[2];
+  d.ow = y.dims[3];
+  d.stride_h = g.stride_h;
+  d.stride_w = g.stride_w;
+  d.pad_top = g.pad_top;
+  d.pad_left = g.pad_left;
+  d.dilation_h = g.dilation_h;
+  d.dilation_w = g.dilation_w;
+  d.group = g.group;
+  return d;
+}
+
+bool ConvRunsAsGemm(const DevicePrepareContext& c, absl::string_view gemm_token,
+                    absl::string_view direct_token, int64_t group) {
+  const std::string recorded = c.RecordedKernel();
+  return recorded == gemm_token || (recorded != direct_token && group == 1);
+}
+
+uint64_t ConvGemmScratch(const ::qcc::cuda::ConvDims& d, const ::qcc::cuda::ConvGemmShape& shape,
+                         int64_t batch, uint64_t b_elem, uint64_t c_elem) {
+  const uint64_t npix = static_cast<uint64_t>(batch * d.oh * d.ow);
+  return Align256(shape.groups * npix * shape.kred_pad * b_elem) +
+         Align256(shape.groups * npix * shape.kout_pad * c_elem);
+}
+
+absl::Status PrepareConvGemms(const DevicePrepareContext& c, const ::qcc::cuda::ConvDims& d,
+                              const ::qcc::cuda::ConvGemmShape& shape, ConvGemmBuilder builder) {
+  return c.PrepareGemms([&](int64_t batch) {
+    return builder(shape.kout_pad, shape.kred_pad, batch * d.oh * d.ow, shape.groups);
+  });
+}
+
 }  // namespace qcc::runtime::cuda_exec

@@ -44,10 +44,7 @@ struct ConvState {
 };
 
 uint64_t ConvScratch(const ConvState& s, int64_t batch) {
-  if (!s.gemm) return 0;
-  const uint64_t npix = static_cast<uint64_t>(batch * s.d.oh * s.d.ow);
-  return Align256(s.shape.groups * npix * s.shape.kred_pad * (s.half ? 2 : 4)) +
-         Align256(s.shape.groups * npix * s.shape.kout_pad * 4);
+  return s.gemm ? ConvGemmScratch(s.d, s.shape, batch, s.half ? 2 : 4, 4) : 0;
 }
 
 absl::Status EnqueueConv(const ConvState& s, const DeviceRunContext& c) {
@@ -108,29 +105,11 @@ absl::Status EnqueueConv(const ConvState& s, const DeviceRunContext& c) {
 
 absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const ConvStepParams p, c.Decode<ConvStepParams>());
-  const PlanBuffer& x = c.input(0);
   const PlanBuffer& w = c.input(1);
-  const PlanBuffer& y = c.output(0);
-  const ConvGeometry& g = p.geometry;
   ConvState s;
-  s.d.c = x.dims[1];
-  s.d.h = x.dims[2];
-  s.d.w = x.dims[3];
-  s.d.k = w.dims[0];
-  s.d.r = w.dims[2];
-  s.d.s = w.dims[3];
-  s.d.oh = y.dims[2];
-  s.d.ow = y.dims[3];
-  s.d.stride_h = g.stride_h;
-  s.d.stride_w = g.stride_w;
-  s.d.pad_top = g.pad_top;
-  s.d.pad_left = g.pad_left;
-  s.d.dilation_h = g.dilation_h;
-  s.d.dilation_w = g.dilation_w;
-  s.d.group = g.group;
+  s.d = ConvDimsOf(p.geometry, c.input(0), w, c.output(0));
   s.activation = p.activation;
-  const std::string recorded = c.RecordedKernel();
-  s.gemm = recorded == "im2col-gemm" || (recorded != "direct-conv" && g.group == 1);
+  s.gemm = ConvRunsAsGemm(c, "im2col-gemm", "direct-conv", p.geometry.group);
   const auto precision = c.plan().metadata.find("precision");
   s.half = s.gemm && precision != c.plan().metadata.end() && precision->second == "fp16";
   if (s.half) {
@@ -139,20 +118,12 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareConte
     const std::vector<uint16_t> packed =
         kc::PackHalfWeights(reinterpret_cast<const float*>(c.weight(1).data()), s.shape);
     QCC_ASSIGN_OR_RETURN(s.half_weights, c.Upload(packed, "packed fp16 weights"));
-    const kc::ConvDims d = s.d;
-    const kc::ConvGemmShape shape = s.shape;
-    QCC_RETURN_IF_ERROR(c.PrepareGemms([&](int64_t batch) {
-      return kc::HalfConvGemm(shape.kout_pad, shape.kred_pad, batch * d.oh * d.ow, shape.groups);
-    }));
+    QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::HalfConvGemm));
   } else if (s.gemm) {
     // fp32 needs no padding: the weights [K, C/g, R, S] are the GEMM's A as they are (per group
     // [K/g, C/g*R*S] row-major), so the engine's weight section serves directly.
     s.shape = kc::MakeConvGemmShape(s.d.k, w.dims[1], s.d.r, s.d.s, s.d.group, kc::kFloatGemmAlign);
-    const kc::ConvDims d = s.d;
-    const kc::ConvGemmShape shape = s.shape;
-    QCC_RETURN_IF_ERROR(c.PrepareGemms([&](int64_t batch) {
-      return kc::FloatConvGemm(shape.kout_pad, shape.kred_pad, batch * d.oh * d.ow, shape.groups);
-    }));
+    QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::FloatConvGemm));
   }
   const std::string kernel = s.gemm ? "im2col-gemm" : "direct-conv";
   return MakeDeviceStep<ConvState>(s, EnqueueConv, ConvScratch, kernel);

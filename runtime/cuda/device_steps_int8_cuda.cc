@@ -70,34 +70,6 @@ struct QConvState {
   int32_t pad_value = 0, zp_out = 0, lo = -128, hi = 127;
 };
 
-kc::ConvDims ConvDimsOf(const ConvGeometry& g, const PlanBuffer& x, const PlanBuffer& w,
-                        const PlanBuffer& y) {
-  kc::ConvDims d;
-  d.c = x.dims[1];
-  d.h = x.dims[2];
-  d.w = x.dims[3];
-  d.k = w.dims[0];
-  d.r = w.dims[2];
-  d.s = w.dims[3];
-  d.oh = y.dims[2];
-  d.ow = y.dims[3];
-  d.stride_h = g.stride_h;
-  d.stride_w = g.stride_w;
-  d.pad_top = g.pad_top;
-  d.pad_left = g.pad_left;
-  d.dilation_h = g.dilation_h;
-  d.dilation_w = g.dilation_w;
-  d.group = g.group;
-  return d;
-}
-
-uint64_t ConvGemmScratch(const kc::ConvDims& d, const kc::ConvGemmShape& shape, int64_t batch,
-                         uint64_t b_elem, uint64_t c_elem) {
-  const uint64_t npix = static_cast<uint64_t>(batch * d.oh * d.ow);
-  return Align256(shape.groups * npix * shape.kred_pad * b_elem) +
-         Align256(shape.groups * npix * shape.kout_pad * c_elem);
-}
-
 uint64_t QConvScratch(const QConvState& s, int64_t batch) {
   return s.gemm ? ConvGemmScratch(s.d, s.shape, batch, 1, 4) : 0;
 }
@@ -162,20 +134,13 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareQConv(const DevicePrepareCont
   s.zp_out = static_cast<int32_t>(p.zp_out);
   s.lo = static_cast<int32_t>(p.lo);
   s.hi = static_cast<int32_t>(p.hi);
-  // The compiler's choice when it recorded one; otherwise im2col + IMMA for group 1 and the
-  // direct kernel for grouped/depthwise convs (a small reduction per output wastes a GEMM).
-  const std::string recorded = c.RecordedKernel();
-  s.gemm = recorded == "im2col-imma" || (recorded != "direct-qconv" && p.geometry.group == 1);
+  s.gemm = ConvRunsAsGemm(c, "im2col-imma", "direct-qconv", p.geometry.group);
   if (s.gemm) {
     s.shape = kc::MakeConvGemmShape(s.d.k, w.dims[1], s.d.r, s.d.s, s.d.group, kc::kInt8GemmAlign);
     const std::vector<int8_t> packed =
         kc::PackInt8Weights(reinterpret_cast<const int8_t*>(c.weight(1).data()), s.shape);
     QCC_ASSIGN_OR_RETURN(s.packed, c.Upload(packed, "packed int8 weights"));
-    const kc::ConvDims d = s.d;
-    const kc::ConvGemmShape shape = s.shape;
-    QCC_RETURN_IF_ERROR(c.PrepareGemms([&](int64_t batch) {
-      return kc::Int8ConvGemm(shape.kout_pad, shape.kred_pad, batch * d.oh * d.ow, shape.groups);
-    }));
+    QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::Int8ConvGemm));
   }
   const std::string kernel = s.gemm ? "im2col-imma" : "direct-qconv";
   return MakeDeviceStep<QConvState>(s, EnqueueQConv, QConvScratch, kernel);
