@@ -116,11 +116,17 @@ class Lowering {
   /// A new buffer for output `v` of a step: the graph output buffer for fp32 graph outputs.
   absl::StatusOr<int32_t> Output(const ir::Value* v, DType dtype);
   /// Notes an int8 tensor's scale and zero point in the plan's metadata ("quant:<tensor>" ->
-  /// "<scale> <zero point>"), so reports can dequantize intermediate buffers.
+  /// "<scale> <zero point>"), so reports can dequantize intermediate buffers; and, for a tensor
+  /// quantized only where its consumers are not constant, that interval ("saturates:<tensor>" ->
+  /// "<lo> <hi>", either may be inf), which reports clamp the fp32 reference to.
   void RecordParams(const ir::Value* v) {
     const passes::QuantParams& q = d_.params.at(v);
     plan_.metadata[absl::StrCat("quant:", v->name())] =
         absl::StrFormat("%.9g %d", q.scale, q.zero_point);
+    if (auto it = d_.saturation.find(v); it != d_.saturation.end()) {
+      plan_.metadata[absl::StrCat("saturates:", v->name())] =
+          absl::StrFormat("%.9g %.9g", it->second.first, it->second.second);
+    }
   }
   /// The f16 buffer of `v` (fp16 plans): a Cast of its fp32 buffer when there is none yet.
   absl::StatusOr<int32_t> F16(const ir::Value* v, const ir::Node& user) {

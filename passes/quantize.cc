@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -61,6 +62,19 @@ bool IsStaticRank(const ir::Value* v, size_t rank) {
   return v->type().has_rank() && v->type().dims->size() == rank;
 }
 
+/// A Clip's [min, max] (an absent bound is infinite), or nullopt when a bound is not a constant.
+std::optional<std::pair<float, float>> ClipBounds(const ir::Node& clip) {
+  std::pair<float, float> bounds = {-std::numeric_limits<float>::infinity(),
+                                    std::numeric_limits<float>::infinity()};
+  for (int i = 1; i < std::min(clip.num_inputs(), 3); ++i) {
+    if (!clip.input(i)) continue;
+    std::optional<float> v = fuse::ScalarF32(clip.input(i));
+    if (!v) return std::nullopt;
+    (i == 1 ? bounds.first : bounds.second) = *v;
+  }
+  return bounds;
+}
+
 /// Why `node` cannot run in int8 in its own right (empty when it can), apart from ranges.
 std::string Int8Blocker(const ir::Node& node) {
   const ir::Value* x = node.input(0);
@@ -111,10 +125,7 @@ std::string Int8Blocker(const ir::Node& node) {
     case OpKind::kGlobalAveragePool:
       return IsStaticRank(x, 4) ? "" : "only 2-D pooling runs in int8";
     case OpKind::kClip:
-      for (int i = 1; i < node.num_inputs(); ++i) {
-        if (node.input(i) && !fuse::ScalarF32(node.input(i))) return "Clip bounds not constant";
-      }
-      return "";
+      return ClipBounds(node) ? "" : "Clip bounds not constant";
     case OpKind::kPad:
       if (node.attrs<ir::PadAttrs>().mode != ir::PadMode::kConstant) return "only constant Pad";
       for (int i = 1; i < node.num_inputs(); ++i) {
@@ -151,11 +162,8 @@ float LutFunction(const ir::Node& node, float x) {
     case OpKind::kRelu:
       return x > 0.0f ? x : 0.0f;
     case OpKind::kClip: {
-      float lo = -std::numeric_limits<float>::infinity();
-      float hi = std::numeric_limits<float>::infinity();
-      if (node.input(1)) lo = *fuse::ScalarF32(node.input(1));
-      if (node.input(2)) hi = *fuse::ScalarF32(node.input(2));
-      return std::min(std::max(x, lo), hi);
+      const std::pair<float, float> bounds = *ClipBounds(node);
+      return std::min(std::max(x, bounds.first), bounds.second);
     }
     default:
       return x;
@@ -257,6 +265,49 @@ std::string ClosestNames(const ir::Graph& graph, const std::string& name) {
 
 }  // namespace
 
+std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph,
+                                                          const ir::Value& v) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (v.uses().empty()) return std::nullopt;
+  for (const ir::Value* out : graph.outputs()) {
+    if (out == &v) return std::nullopt;
+  }
+  float lo = kInf, hi = -kInf;  // the union of the consumers' sensitive intervals
+  for (const ir::Use& use : v.uses()) {
+    const ir::Node& node = *use.node;
+    if (use.index != 0) return std::nullopt;
+    float a = -kInf, b = kInf;
+    switch (node.kind()) {
+      case OpKind::kHardSwish:  // x * clip(x / 6 + 1/2, 0, 1): 0 below -3, linear above 3
+        a = -3.0f;
+        break;
+      case OpKind::kHardSigmoid: {  // clip(alpha x + beta, 0, 1)
+        const auto& attrs = node.attrs<ir::HardSigmoidAttrs>();
+        if (!(attrs.alpha != 0.0f) || !std::isfinite(attrs.alpha)) return std::nullopt;
+        a = -attrs.beta / attrs.alpha;
+        b = (1.0f - attrs.beta) / attrs.alpha;
+        if (a > b) std::swap(a, b);
+        break;
+      }
+      case OpKind::kRelu:
+        a = 0.0f;
+        break;
+      case OpKind::kClip: {
+        std::optional<std::pair<float, float>> bounds = ClipBounds(node);
+        if (!bounds) return std::nullopt;
+        std::tie(a, b) = *bounds;
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+    if (!(a <= b)) return std::nullopt;
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
+  }
+  return std::make_pair(lo, hi);
+}
+
 absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
                                               const std::map<std::string, TensorRange>& ranges,
                                               const QuantizeOptions& options) {
@@ -279,7 +330,15 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     if (known != d.params.end()) return known->second;
     auto it = ranges.find(v->name());
     if (it == ranges.end()) return std::nullopt;
-    return ParamsForRange(it->second, options.asymmetric);
+    TensorRange range = it->second;
+    // No levels where every consumer is constant (a HardSwish input below -3): those values
+    // saturate to the edge of the range, where the consumers give what they would have.
+    if (auto interval = SaturationInterval(graph, *v)) {
+      range.lo = std::min(std::max(range.lo, interval->first), 0.0f);
+      range.hi = std::max(std::min(range.hi, interval->second), 0.0f);
+      d.saturation[v] = *interval;
+    }
+    return ParamsForRange(range, options.asymmetric);
   };
   for (const auto& owned : graph.nodes()) {
     const ir::Node& node = *owned;

@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -58,6 +60,9 @@ struct QuantDecision {
   /// For int8 LUT nodes (Sigmoid, HardSigmoid, HardSwish, Tanh, standalone Relu/Clip/LeakyRelu):
   /// the 256-entry table, indexed by q + 128.
   absl::flat_hash_map<const ir::Node*, std::vector<int8_t>> luts;
+  /// Tensors whose range was clamped to the interval where their consumers are not constant
+  /// (SaturationInterval): their int8 values are the fp32 values clamped to it, by design.
+  absl::flat_hash_map<const ir::Value*, std::pair<float, float>> saturation;
   /// One line per node kept in float that could have been int8, saying why (for the user).
   std::vector<std::string> notes;
   bool runs_int8(const ir::Node* n) const { return int8.contains(n); }
@@ -67,6 +72,14 @@ struct QuantDecision {
 /// asymmetric scale = (hi - lo) / 255 and the zero point that maps lo to -128 (clamped). The
 /// scale is always finite and > 0.
 QuantParams ParamsForRange(const TensorRange& range, bool asymmetric);
+
+/// The interval [lo, hi] outside which every consumer of `v` is constant: HardSwish below -3,
+/// HardSigmoid outside its ramp, Relu below 0, Clip outside its bounds (lo may be -inf, hi +inf).
+/// Quantizing `v` with a range clamped to it loses nothing its consumers can see, and spends the
+/// 256 levels where they can. nullopt when `v` is a graph output, has no use, or has a use that is
+/// not one of these.
+std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph,
+                                                          const ir::Value& v);
 
 /// Decides precision and computes the parameters. InvalidArgument when an `exclude` entry
 /// matches no node name and no op name (the message lists the closest node names).

@@ -151,6 +151,14 @@ class PerLayer {
     float scale = 1;
     int zp = 0;
     if (std::sscanf(meta->second.c_str(), "%f %d", &scale, &zp) != 2) return;
+    // A tensor quantized only where its consumers are not constant is measured against the
+    // fp32 values clamped to that interval: what its consumers can tell apart.
+    double lo = -std::numeric_limits<double>::infinity();
+    double hi = std::numeric_limits<double>::infinity();
+    if (auto sat = plan_.metadata.find("saturates:" + tensor); sat != plan_.metadata.end()) {
+      float a = 0, b = 0;
+      if (std::sscanf(sat->second.c_str(), "%f %f", &a, &b) == 2 && a <= b) lo = a, hi = b;
+    }
     Entry& e = entries_[tensor];
     if (e.node.empty()) {
       e.node = plan_.steps[step].name;
@@ -159,7 +167,7 @@ class PerLayer {
     const int8_t* q = value.data<int8_t>();
     const float* r = ref->second.data<float>();
     for (int64_t i = 0; i < value.numel(); ++i) {
-      const double x = r[i], y = DequantizeValue(q[i], scale, zp);
+      const double x = std::clamp<double>(r[i], lo, hi), y = DequantizeValue(q[i], scale, zp);
       e.signal += x * x;
       e.noise += (x - y) * (x - y);
     }

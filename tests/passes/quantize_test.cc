@@ -3,6 +3,7 @@
 #include "passes/quantize.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -132,6 +133,74 @@ TEST(PassesQuantizeTest, MissingRangesAndExcludesKeepNodesInFloat) {
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("'conf' matches no node"), std::string::npos);
   EXPECT_NE(d.status().message().find("conv"), std::string::npos) << d.status();
+}
+
+// x [1,1,2,2] -> Conv(w = 1) -> c -> HardSwish -> h (output), and c -> HardSigmoid(alpha 0.25,
+// beta 0.5: ramp over [-2, 2]) -> s (output) when `with_sigmoid`.
+std::unique_ptr<ir::Graph> ConvHardSwishGraph(bool with_sigmoid) {
+  return BuildGraph([=](ir::Graph& g) {
+    ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 1, 2, 2}));
+    ir::Value* w =
+        g.NewConstant("w", Tensor::FromVector<float>(DType::kFloat32, {1, 1, 1, 1}, {1}));
+    ir::Node* conv = g.AddNode(OpKind::kConv, "conv", {x, w}, {"c"});
+    ir::Node* swish = g.AddNode(OpKind::kHardSwish, "swish", {conv->output(0)}, {"h"});
+    g.AddOutput(swish->output(0));
+    if (with_sigmoid) {
+      ir::Node* sig = g.AddNode(OpKind::kHardSigmoid, "sig", {conv->output(0)}, {"s"});
+      sig->mutable_attrs<ir::HardSigmoidAttrs>().alpha = 0.25f;
+      sig->mutable_attrs<ir::HardSigmoidAttrs>().beta = 0.5f;
+      g.AddOutput(sig->output(0));
+    }
+  });
+}
+
+TEST(PassesQuantizeTest, SaturationIntervalIsWhereTheConsumersAreNotConstant) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  auto g = ConvHardSwishGraph(/*with_sigmoid=*/false);
+  auto interval = passes::SaturationInterval(*g, *g->FindValue("c"));
+  ASSERT_TRUE(interval.has_value());
+  EXPECT_EQ(interval->first, -3.0f);  // HardSwish is 0 below -3
+  EXPECT_EQ(interval->second, kInf);
+  // The union over consumers: HardSigmoid's ramp [-2, 2] lies inside [-3, inf).
+  g = ConvHardSwishGraph(/*with_sigmoid=*/true);
+  interval = passes::SaturationInterval(*g, *g->FindValue("c"));
+  ASSERT_TRUE(interval.has_value());
+  EXPECT_EQ(interval->first, -3.0f);
+  EXPECT_EQ(interval->second, kInf);
+  // A graph output, a value a Conv reads, a value no node reads: no interval.
+  EXPECT_FALSE(passes::SaturationInterval(*g, *g->FindValue("h")).has_value());
+  EXPECT_FALSE(passes::SaturationInterval(*g, *g->FindValue("x")).has_value());
+  auto conv = ConvGraph(1, 1, 0);
+  EXPECT_FALSE(passes::SaturationInterval(*conv, *conv->FindValue("c")).has_value());  // Flatten
+}
+
+TEST(PassesQuantizeTest, AHardSwishInputSpendsNoLevelsBelowMinusThree) {
+  auto g = ConvHardSwishGraph(/*with_sigmoid=*/false);
+  const std::map<std::string, TensorRange> ranges = {
+      {"x", {-12, 6}}, {"c", {-12, 6}}, {"h", {-0.375f, 6}}};
+  passes::QuantizeOptions asym;
+  asym.asymmetric = true;
+  auto d = passes::AssignPrecision(*g, ranges, asym);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const ir::Value* c = g->FindValue("c");
+  // [-12, 6] clamped to [-3, 6]: scale 9 / 255, and q = -128 is exactly -3 (HardSwish 0).
+  EXPECT_FLOAT_EQ(d->params.at(c).scale, 9.0f / 255.0f);
+  EXPECT_EQ(d->params.at(c).zero_point, -43);  // -128 + 3 / (9 / 255)
+  EXPECT_EQ(d->saturation.at(c).first, -3.0f);
+  // The conv's input is read by the Conv, not clamped.
+  EXPECT_FLOAT_EQ(d->params.at(g->FindValue("x")).scale, 18.0f / 255.0f);
+  EXPECT_FALSE(d->saturation.contains(g->FindValue("x")));
+  // Symmetric: max(3, 6) = 6, not 12.
+  auto sym = passes::AssignPrecision(*g, ranges, {});
+  ASSERT_TRUE(sym.ok()) << sym.status();
+  EXPECT_FLOAT_EQ(sym->params.at(c).scale, 6.0f / 127.0f);
+  // With the HardSigmoid too, the interval is still [-3, inf): the same parameters.
+  auto both = ConvHardSwishGraph(/*with_sigmoid=*/true);
+  std::map<std::string, TensorRange> both_ranges = ranges;
+  both_ranges["s"] = {0, 1};
+  auto d2 = passes::AssignPrecision(*both, both_ranges, asym);
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  EXPECT_FLOAT_EQ(d2->params.at(both->FindValue("c")).scale, 9.0f / 255.0f);
 }
 
 }  // namespace

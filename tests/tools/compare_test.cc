@@ -254,5 +254,30 @@ TEST_F(CompareTest, PerLayerRanksTheQuantizedModelInputToo) {
   EXPECT_EQ(by_tensor["x"].kernel, "Quantize");
 }
 
+TEST_F(CompareTest, PerLayerMeasuresASaturatingInputAgainstWhatItsConsumerCanTellApart) {
+  // x -> HardSigmoid (alpha 0.2, beta 0.5: constant outside [-2.5, 2.5]) -> y. The plan
+  // quantizes x over [-2.5, 2.5] only, so -6 becomes -2.5, which HardSigmoid maps to 0 as it
+  // maps -6: per layer, x is measured against its values clamped to [-2.5, 2.5].
+  const std::string model =
+      WriteBytes("hsig.onnx", OneNodeModel("HardSigmoid", {{"x", {-1, 4}}}, {{"y", {-1, 4}}}));
+  fs::create_directories(Path("hsig_data"));
+  WriteFloatNpy("hsig_data/0.npy", {1, 4}, {-6, -1, 0.5f, 2});
+  WriteFloatNpy("hsig_data/1.npy", {1, 4}, {-4, 1, 1.5f, 5});
+  ASSERT_EQ(Qcc({"calibrate", model, Path("hsig_data"), "-o", Path("hsig.json")}).exit_code, 0);
+  const QccResult p = Qcc({"compile", model, "--int8", "--calib", Path("hsig.json"),
+                           "--calib-method", "minmax", "-o", Path("hsig.plan")});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const QccResult r = Qcc({"compare", model, Path("hsig.plan"), Path("hsig_data"), "--per-layer"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, PerLayerRow> by_tensor;
+  for (const PerLayerRow& row : PerLayerRows(r.out)) by_tensor[row.tensor] = row;
+  ASSERT_TRUE(by_tensor.count("x")) << r.out;
+  // Step 2.5 / 127: errors below 0.01 on values of rms 1.9 (against the unclamped values, -6 and
+  // -4 would cost 3.5 and 1.5 and the SQNR would be about 6 dB).
+  EXPECT_GT(by_tensor["x"].sqnr_db, 35.0) << r.out;
+  // The output is exact up to its own rounding: HardSigmoid saw every value it could use.
+  EXPECT_GT(MachineFields(r.out, "compare:")["sqnr_db"], 35.0) << r.out;
+}
+
 }  // namespace
 }  // namespace qcc::testing
