@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "backend_cuda/kernels/cublaslt_api.h"
 #include "backend_cuda/kernels/cublaslt_gemm.h"
 #include "support/status.h"
 
@@ -32,9 +33,12 @@ cudaDataType_t ToCuda(GemmType t) {
 
 cublasOperation_t ToCuda(GemmOp op) { return op == GemmOp::kN ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
+/// cuBLASLt's functions; only called once CublasLtGemm::Create has loaded them.
+const CublasLtApi& Lt() { return **LoadCublasLt(); }
+
 absl::Status CublasError(const char* call, cublasStatus_t status, const GemmProblem& p) {
-  return absl::InternalError(absl::StrCat(call, " failed: ", cublasLtGetStatusName(status), " (",
-                                          cublasLtGetStatusString(status), ") for ", p.ToString()));
+  return absl::InternalError(
+      absl::StrCat(call, " failed: ", CublasLtStatusText(status), " for ", p.ToString()));
 }
 
 #define QCC_CUBLASLT_CALL(call, problem)               \
@@ -102,26 +106,27 @@ struct Entry {
   Entry(const Entry&) = delete;
   Entry& operator=(const Entry&) = delete;
   ~Entry() {
-    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
-    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
-    if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
-    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+    if (a != nullptr) Lt().cublasLtMatrixLayoutDestroy(a);
+    if (b != nullptr) Lt().cublasLtMatrixLayoutDestroy(b);
+    if (c != nullptr) Lt().cublasLtMatrixLayoutDestroy(c);
+    if (desc != nullptr) Lt().cublasLtMatmulDescDestroy(desc);
   }
 };
 
 absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, GemmType type, int64_t rows, int64_t cols,
                         int64_t ld, int64_t batch_count, int64_t stride, const GemmProblem& p) {
-  QCC_CUBLASLT_CALL(cublasLtMatrixLayoutCreate(layout, ToCuda(type), static_cast<uint64_t>(rows),
-                                               static_cast<uint64_t>(cols), ld),
-                    p);
+  QCC_CUBLASLT_CALL(
+      Lt().cublasLtMatrixLayoutCreate(layout, ToCuda(type), static_cast<uint64_t>(rows),
+                                      static_cast<uint64_t>(cols), ld),
+      p);
   if (batch_count > 1) {
     const int32_t count = static_cast<int32_t>(batch_count);
-    QCC_CUBLASLT_CALL(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                                       &count, sizeof(count)),
+    QCC_CUBLASLT_CALL(Lt().cublasLtMatrixLayoutSetAttribute(
+                          *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
                       p);
     QCC_CUBLASLT_CALL(
-        cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                         &stride, sizeof(stride)),
+        Lt().cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                              &stride, sizeof(stride)),
         p);
   }
   return absl::OkStatus();
@@ -129,7 +134,7 @@ absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, GemmType type, int64_t r
 
 struct PreferenceDeleter {
   void operator()(cublasLtMatmulPreferenceOpaque_t* pref) const {
-    cublasLtMatmulPreferenceDestroy(pref);
+    Lt().cublasLtMatmulPreferenceDestroy(pref);
   }
 };
 
@@ -142,22 +147,24 @@ absl::Status BuildEntry(cublasLtHandle_t handle, const Key& key, Entry* e) {
   e->beta_i = static_cast<int32_t>(p.beta);
   const cublasComputeType_t compute = e->int_scale ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F;
   const cudaDataType_t scale = e->int_scale ? CUDA_R_32I : CUDA_R_32F;
-  QCC_CUBLASLT_CALL(cublasLtMatmulDescCreate(&e->desc, compute, scale), p);
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmulDescCreate(&e->desc, compute, scale), p);
   const cublasOperation_t op_a = ToCuda(p.op_a), op_b = ToCuda(p.op_b);
-  QCC_CUBLASLT_CALL(
-      cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), p);
-  QCC_CUBLASLT_CALL(
-      cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), p);
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a,
+                                                        sizeof(op_a)),
+                    p);
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b,
+                                                        sizeof(op_b)),
+                    p);
   QCC_RETURN_IF_ERROR(
       MakeLayout(&e->a, p.a_type, p.a_rows(), p.a_cols(), p.lda, p.batch_count, p.stride_a, p));
   QCC_RETURN_IF_ERROR(
       MakeLayout(&e->b, p.b_type, p.b_rows(), p.b_cols(), p.ldb, p.batch_count, p.stride_b, p));
   QCC_RETURN_IF_ERROR(MakeLayout(&e->c, p.c_type, p.m, p.n, p.ldc, p.batch_count, p.stride_c, p));
   cublasLtMatmulPreference_t raw_pref = nullptr;
-  QCC_CUBLASLT_CALL(cublasLtMatmulPreferenceCreate(&raw_pref), p);
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmulPreferenceCreate(&raw_pref), p);
   std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(raw_pref);
   const uint64_t ws = key.workspace_bytes;
-  QCC_CUBLASLT_CALL(cublasLtMatmulPreferenceSetAttribute(
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmulPreferenceSetAttribute(
                         pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
                     p);
   const uint32_t aligns[4] = {key.align_a, key.align_b, key.align_c, key.align_c};
@@ -165,14 +172,14 @@ absl::Status BuildEntry(cublasLtHandle_t handle, const Key& key, Entry* e) {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 4; ++i) {
-    QCC_CUBLASLT_CALL(cublasLtMatmulPreferenceSetAttribute(pref.get(), align_attrs[i], &aligns[i],
-                                                           sizeof(aligns[i])),
+    QCC_CUBLASLT_CALL(Lt().cublasLtMatmulPreferenceSetAttribute(pref.get(), align_attrs[i],
+                                                                &aligns[i], sizeof(aligns[i])),
                       p);
   }
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  QCC_CUBLASLT_CALL(cublasLtMatmulAlgoGetHeuristic(handle, e->desc, e->a, e->b, e->c, e->c,
-                                                   pref.get(), 1, &result, &returned),
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmulAlgoGetHeuristic(handle, e->desc, e->a, e->b, e->c, e->c,
+                                                        pref.get(), 1, &result, &returned),
                     p);
   if (returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
     return absl::InternalError(
@@ -207,12 +214,11 @@ struct CublasLtGemm::Cache {
 };
 
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create() {
+  QCC_RETURN_IF_ERROR(LoadCublasLt().status());
   cublasLtHandle_t handle = nullptr;
-  const cublasStatus_t status = cublasLtCreate(&handle);
+  const cublasStatus_t status = Lt().cublasLtCreate(&handle);
   if (status != CUBLAS_STATUS_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("cublasLtCreate failed: ", cublasLtGetStatusName(status), " (",
-                     cublasLtGetStatusString(status), ")"));
+    return absl::InternalError(absl::StrCat("cublasLtCreate failed: ", CublasLtStatusText(status)));
   }
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, std::make_unique<Cache>()));
 }
@@ -222,7 +228,7 @@ CublasLtGemm::CublasLtGemm(cublasLtContext* handle, std::unique_ptr<Cache> cache
 
 CublasLtGemm::~CublasLtGemm() {
   cache_.reset();  // descriptors before the handle
-  if (handle_ != nullptr) cublasLtDestroy(handle_);
+  if (handle_ != nullptr) Lt().cublasLtDestroy(handle_);
 }
 
 size_t CublasLtGemm::cached_problems() const {
@@ -254,8 +260,8 @@ absl::Status CublasLtGemm::Run(const GemmProblem& p, const void* a, const void* 
   const Entry& e = *entry;
   const void* alpha = e.int_scale ? static_cast<const void*>(&e.alpha_i) : &e.alpha_f;
   const void* beta = e.int_scale ? static_cast<const void*>(&e.beta_i) : &e.beta_f;
-  QCC_CUBLASLT_CALL(cublasLtMatmul(handle_, e.desc, alpha, a, e.a, b, e.b, beta, c, e.c, c, e.c,
-                                   &e.algo, workspace, workspace_bytes, stream),
+  QCC_CUBLASLT_CALL(Lt().cublasLtMatmul(handle_, e.desc, alpha, a, e.a, b, e.b, beta, c, e.c, c,
+                                        e.c, &e.algo, workspace, workspace_bytes, stream),
                     p);
   return absl::OkStatus();
 }

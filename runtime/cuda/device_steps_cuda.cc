@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backend_cuda/kernels/cublaslt_api.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/step_exec.h"
 
@@ -34,8 +35,7 @@ absl::Status CudaStatus(cudaError_t e, absl::string_view call) {
 
 absl::Status CublasStatus(cublasStatus_t s, absl::string_view call) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, " failed: ", cublasLtGetStatusName(s), " (",
-                                          cublasLtGetStatusString(s), ")"));
+  return absl::InternalError(absl::StrCat(call, " failed: ", cuda::CublasLtStatusText(s)));
 }
 
 DeviceMemory::~DeviceMemory() {
