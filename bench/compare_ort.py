@@ -57,13 +57,14 @@ MODELS = {
         "batch 1; the 500 photos are both the "
         "calibration and the evaluation set"),
     "ppocr-cls-mbv3": dict(
-        onnx="ppocr-cls-mbv3/model.onnx", data="imagenet-val-sample",
-        pre=["--resize", "192", "--crop", "48x192", "--scale", "0.00392156862745098", "--mean",
-             "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"], labels=None, calib_stride=1, eval_stride=1,
+        onnx="ppocr-cls-mbv3/model.onnx", data="imagenet-val-sample", make_text_lines=True,
+        pre=["--scale", "0.00392156862745098", "--mean", "0.5,0.5,0.5", "--std",
+             "0.5,0.5,0.5"], labels="folders", calib_stride=2, eval_stride=1,
         batch32=True, shape=[1, 3, 48, 192], top5=False, fix_input=True,
         compile=["--shape", "x=N,3,48,192"], bench_shape="x={b},3,48,192",
-        note="no labels: agreement and SQNR only; 48x192 strips of the 500 photos, both "
-        "calibration and evaluation set; ORT gets an opset-13 copy with input [N,3,48,192]"),
+        note="1,000 48x192 text lines that scripts/make_text_lines.py writes on bands of the 500 "
+        "photos (upright: label 0, turned 180 degrees: label 1); calibration: every other line "
+        "(500), evaluation: all 1,000; ORT gets an opset-13 copy with input [N,3,48,192]"),
 }
 
 
@@ -113,6 +114,11 @@ class Runner:
         os.makedirs(self.work, exist_ok=True)
         self.model = os.path.join(args.shared, "models", spec["onnx"])
         self.data = os.path.join(args.shared, "data", spec["data"])
+        if spec.get("make_text_lines"):
+            lines = os.path.join(os.path.dirname(qcc), "..", "data", "ppocr-text-lines")
+            run_checked([sys.executable, os.path.join(REPO, "scripts", "make_text_lines.py"),
+                         "--photos", self.data, "--out", lines])
+            self.data = os.path.abspath(lines)
         every = image_list(self.data)
         stride = spec["calib_stride"] * (5 if args.quick else 1)
         self.calib_stride = stride

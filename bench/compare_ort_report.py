@@ -118,8 +118,8 @@ def markdown(results):
                     for c, v in cols.items()) + ".")
     out += ["", "## 4. Accuracy against latency", "",
             "![accuracy against batch-1 latency](benchmarks.svg)", "",
-            "Batch-1 latency on 1 thread (log scale) against labelled top-1 (ppocr-cls-mbv3: "
-            "top-1 agreement with its tool's fp32), every configuration."]
+            "Batch-1 latency on 1 thread (log scale) against labelled top-1, every "
+            "configuration."]
     errors = [f"- {r['model']}: {e}" for r in results["models"] for e in r["errors"]]
     if errors:
         out += ["", "## Not measured", ""] + [e.replace("\n", " ")[:400] for e in errors]
