@@ -312,16 +312,23 @@ absl::Status CompareCommand(const CompareOptions& options) {
   std::string machine = absl::StrCat("compare: samples=", samples);
   if (!metrics.empty()) absl::StrAppend(&machine, " ", metrics.front().MachineFields());
   if (labels) {
+    // Top-5 only where it says something: a 2-class model always has every label in its top 5.
+    const bool top5 = fp32_accuracy.has_top5();
+    auto top5_text = [&](const LabelledAccuracy& a) {
+      return top5 ? absl::StrFormat(" top-5 %.2f%%", 100 * a.top5()) : std::string();
+    };
     std::printf(
-        "labelled (%lld samples with a label): fp32 top-1 %.2f%% top-5 %.2f%% | plan "
-        "top-1 %.2f%% top-5 %.2f%% | top-1 change %+.2f points\n",
+        "labelled (%lld samples with a label): fp32 top-1 %.2f%%%s | plan top-1 %.2f%%%s | "
+        "top-1 change %+.2f points\n",
         static_cast<long long>(fp32_accuracy.count()), 100 * fp32_accuracy.top1(),
-        100 * fp32_accuracy.top5(), 100 * plan_accuracy.top1(), 100 * plan_accuracy.top5(),
-        100 * (plan_accuracy.top1() - fp32_accuracy.top1()));
-    absl::StrAppend(&machine, absl::StrFormat(" fp32_top1=%.4f plan_top1=%.4f fp32_top5=%.4f "
-                                              "plan_top5=%.4f",
-                                              fp32_accuracy.top1(), plan_accuracy.top1(),
-                                              fp32_accuracy.top5(), plan_accuracy.top5()));
+        top5_text(fp32_accuracy).c_str(), 100 * plan_accuracy.top1(),
+        top5_text(plan_accuracy).c_str(), 100 * (plan_accuracy.top1() - fp32_accuracy.top1()));
+    absl::StrAppend(&machine, absl::StrFormat(" fp32_top1=%.4f plan_top1=%.4f",
+                                              fp32_accuracy.top1(), plan_accuracy.top1()));
+    if (top5) {
+      absl::StrAppend(&machine, absl::StrFormat(" fp32_top5=%.4f plan_top5=%.4f",
+                                                fp32_accuracy.top5(), plan_accuracy.top5()));
+    }
   }
   if (options.per_layer) per_layer.Print();
   std::printf("%s\n", machine.c_str());

@@ -68,6 +68,7 @@ void LabelledAccuracy::Add(const Tensor& scores, const std::vector<int>& labels)
   const int64_t rows = static_cast<int64_t>(labels.size());
   if (rows == 0) return;
   const int64_t per_row = scores.numel() / rows;
+  classes_ = std::max(classes_, per_row);
   const float* s = scores.data<float>();
   for (int64_t row = 0; row < rows; ++row) {
     const int label = labels[row];

@@ -43,9 +43,11 @@ class LabelledAccuracy {
   int64_t count() const { return count_; }
   double top1() const { return count_ ? static_cast<double>(top1_) / count_ : 0.0; }
   double top5() const { return count_ ? static_cast<double>(top5_) / count_ : 0.0; }
+  /// Whether top-5 says anything: more than 5 classes (with 5 or fewer it is always 100%).
+  bool has_top5() const { return classes_ > 5; }
 
  private:
-  int64_t count_ = 0, top1_ = 0, top5_ = 0;
+  int64_t count_ = 0, top1_ = 0, top5_ = 0, classes_ = 0;
 };
 
 }  // namespace qcc::tools
