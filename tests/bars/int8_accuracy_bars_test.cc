@@ -3,7 +3,6 @@
 // folder, all 500 photos, or every other text line made from them), compile --int8
 // --per-channel (and --per-tensor for ppocr-cls), compare against fp32 with labels.
 // ctest label "slow" (about a minute and a half on 2 cores).
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -38,23 +37,26 @@ std::map<std::string, double> CompareFields(const std::string& out) {
 
 class Int8AccuracyBars : public QccTest {
  protected:
-  /// calibrate -> compile -> compare; returns the compare fields.
-  std::map<std::string, double> MainJob(const std::string& model, const std::string& data,
-                                        const std::vector<std::string>& preprocess,
-                                        const std::vector<std::string>& calib_extra,
-                                        const std::vector<std::string>& labels,
-                                        const std::vector<std::string>& compile_extra = {}) {
+  /// qcc calibrate -> t.json.
+  void Calibrate(const std::string& model, const std::string& data,
+                 const std::vector<std::string>& preprocess,
+                 const std::vector<std::string>& calib_extra) {
     std::vector<std::string> calibrate = {"calibrate", model, data, "-o", Path("t.json")};
     calibrate.insert(calibrate.end(), preprocess.begin(), preprocess.end());
     calibrate.insert(calibrate.end(), calib_extra.begin(), calib_extra.end());
     const QccResult c = Qcc(calibrate);
     EXPECT_EQ(c.exit_code, 0) << c.err;
-    std::vector<std::string> compile = {"compile",      model, "--int8",      "--calib",
-                                        Path("t.json"), "-o",  Path("m.plan")};
+  }
+
+  /// compile --int8 `weights` with t.json -> compare; returns the compare fields.
+  std::map<std::string, double> CompileAndCompare(const std::string& model, const std::string& data,
+                                                  const std::vector<std::string>& preprocess,
+                                                  const std::vector<std::string>& labels,
+                                                  const std::vector<std::string>& compile_extra,
+                                                  const std::string& weights = "--per-channel") {
+    std::vector<std::string> compile = {"compile", model,          "--int8", weights,
+                                        "--calib", Path("t.json"), "-o",     Path("m.plan")};
     compile.insert(compile.end(), compile_extra.begin(), compile_extra.end());
-    if (std::find(compile.begin(), compile.end(), "--per-tensor") == compile.end()) {
-      compile.push_back("--per-channel");
-    }
     const QccResult p = Qcc(compile);
     EXPECT_EQ(p.exit_code, 0) << p.err;
     std::vector<std::string> compare = {"compare", model, Path("m.plan"), data};
@@ -64,6 +66,16 @@ class Int8AccuracyBars : public QccTest {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::printf("%s", r.out.c_str());
     return CompareFields(r.out);
+  }
+
+  /// calibrate -> compile --int8 --per-channel -> compare; returns the compare fields.
+  std::map<std::string, double> MainJob(const std::string& model, const std::string& data,
+                                        const std::vector<std::string>& preprocess,
+                                        const std::vector<std::string>& calib_extra,
+                                        const std::vector<std::string>& labels,
+                                        const std::vector<std::string>& compile_extra = {}) {
+    Calibrate(model, data, preprocess, calib_extra);
+    return CompileAndCompare(model, data, preprocess, labels, compile_extra);
   }
 };
 
@@ -125,12 +137,11 @@ TEST_F(Int8AccuracyBars, PpocrClsPerChannelNinetyFivePercentAgreementAndBetterTh
   // Asymmetric MSE ranges, as for SqueezeNet: the hard-swish outputs span [-0.375, 20].
   const std::vector<std::string> compile = {"--shape", "x=N,3,48,192", "--asymmetric",
                                             "--calib-method", "mse"};
-  std::vector<std::string> per_tensor = compile;
-  per_tensor.push_back("--per-tensor");
-  auto channel =
-      MainJob(model, lines, preprocess, {"--shard", "0/2"}, {"--labels-from-folders"}, compile);
-  auto tensor =
-      MainJob(model, lines, preprocess, {"--shard", "0/2"}, {"--labels-from-folders"}, per_tensor);
+  Calibrate(model, lines, preprocess, {"--shard", "0/2"});
+  auto channel = CompileAndCompare(model, lines, preprocess, {"--labels-from-folders"}, compile,
+                                   "--per-channel");
+  auto tensor = CompileAndCompare(model, lines, preprocess, {"--labels-from-folders"}, compile,
+                                  "--per-tensor");
   ASSERT_EQ(channel["samples"], 1000);
   EXPECT_FALSE(channel.count("fp32_top5"));  // 2 classes: top-5 would always be 100%
   ASSERT_EQ(tensor["samples"], 1000);
