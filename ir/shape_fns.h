@@ -2,6 +2,7 @@
 #ifndef QCC_IR_SHAPE_FNS_H_
 #define QCC_IR_SHAPE_FNS_H_
 
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,17 @@ absl::StatusOr<std::vector<Dim>> BroadcastDims(const std::vector<Dim>& a,
 absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 /// Product of dims, or kUnknownDim when any is not known.
 Dim DimProduct(const std::vector<Dim>& dims, size_t begin, size_t end);
+
+/// One element of a 1-D shape-like input (a Reshape target, Expand shape, Resize sizes): its
+/// value when it is a known constant; otherwise the extent it is (a symbol such as the batch,
+/// from shape arithmetic on a symbolic Shape), or kUnknownDim.
+struct ShapeEntry {
+  std::optional<int64_t> constant;
+  Dim dim = kUnknownDim;
+};
+/// The entries of input `i` from its data or its symbolic value; nullopt when neither is known
+/// (or the input is not 1-D).
+std::optional<std::vector<ShapeEntry>> ShapeEntries(const InferContext& ctx, int i);
 
 }  // namespace qcc::ir
 

@@ -22,8 +22,9 @@ ShapeFn GetShapeFn(OpKind kind) {
 }
 
 absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node, std::vector<TensorType> inputs,
-                                                  std::vector<const Tensor*> values) {
-  InferContext ctx{node, std::move(inputs), std::move(values), {}};
+                                                  std::vector<const Tensor*> values,
+                                                  std::vector<const SymbolicValue*> symbolic) {
+  InferContext ctx{node, std::move(inputs), std::move(values), {}, std::move(symbolic)};
   ctx.outputs.resize(node.num_outputs());
   QCC_RETURN_IF_ERROR(GetShapeFn(node.kind())(ctx));
   return std::move(ctx.outputs);
@@ -63,7 +64,7 @@ absl::StatusOr<TensorType> MergeDeclared(const Node& node, const Value& v,
 
 }  // namespace
 
-absl::Status InferShapes(Graph& graph) {
+absl::Status InferShapes(Graph& graph, SymbolicValues* symbolic) {
   // Outputs of Constant nodes are known values too, so shape-like inputs written as Constant
   // nodes (exporters do this) still give exact shapes before any folding.
   absl::flat_hash_map<const Value*, const Tensor*> known;
@@ -73,19 +74,32 @@ absl::Status InferShapes(Graph& graph) {
     auto it = known.find(v);
     return it == known.end() ? nullptr : it->second;
   };
+  // Symbolic values of shape arithmetic (Shape of a batch-N tensor and what is computed from it).
+  SymbolicValues local;
+  SymbolicValues& sym = symbolic != nullptr ? *symbolic : local;
+  sym = ConstantSymbolicValues(graph);
   for (const auto& n : graph.nodes()) {
     std::vector<TensorType> in_types;
     std::vector<const Tensor*> values;
+    std::vector<const SymbolicValue*> sym_in;
     for (Value* v : n->inputs()) {
       in_types.push_back(v ? v->type() : TensorType());
       values.push_back(value_of(v));
+      auto it = v ? sym.find(v) : sym.end();
+      sym_in.push_back(it == sym.end() ? nullptr : &it->second);
     }
     if (n->kind() == OpKind::kConstant) known[n->output(0)] = &n->attrs<ConstantAttrs>().value;
     QCC_ASSIGN_OR_RETURN(std::vector<TensorType> out_types,
-                         InferNode(*n, std::move(in_types), std::move(values)));
+                         InferNode(*n, in_types, std::move(values), sym_in));
     for (int i = 0; i < n->num_outputs(); ++i) {
       QCC_ASSIGN_OR_RETURN(TensorType merged, MergeDeclared(*n, *n->output(i), out_types[i]));
       n->output(i)->set_type(std::move(merged));
+      out_types[i] = n->output(i)->type();
+    }
+    std::vector<std::optional<SymbolicValue>> results =
+        InferSymbolic(*n, in_types, sym_in, out_types);
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (results[i]) sym[n->output(static_cast<int>(i))] = *std::move(results[i]);
     }
   }
   return absl::OkStatus();

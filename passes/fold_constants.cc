@@ -5,13 +5,10 @@
 // constant values themselves. A node is evaluated by running it alone, in a one-node graph, on the
 // CPU evaluator: the kernels are the reference kernels, never reimplemented here.
 //
-// Shapes are known partially when a batch is symbolic: Shape(x) of x:[N,C,H,W] is not a constant,
-// but Shape(x)[1] is. Such "partial shapes" are tracked as integer tensors whose entries are
-// the dims (>= 0 known, < 0 unknown or symbolic) and pushed, with the same kernels, through the
-// data-movement ops exporters put between Shape and Reshape (Gather, Slice, Concat, Squeeze,
-// Unsqueeze, Reshape, Identity, Cast to int32/int64); a result whose entries are all known folds
-// to a constant. Unknown entries stay negative through pure data movement, so a known entry is
-// always a true extent.
+// Shape arithmetic is known even where a batch is symbolic: Shape(x) of x:[N,C,H,W] is not a
+// constant, but Gather(Shape(x), 1) is C. Such values come from the symbolic-value analysis that
+// shape inference runs (ir/symbolic_values.h); a node whose outputs it knows to be constants is
+// replaced by them.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -53,28 +50,6 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const ir::Node& node,
   return evaluator->Run({});
 }
 
-bool IsShapeDType(DType t) { return t == DType::kInt64 || t == DType::kInt32; }
-
-/// How many leading inputs of `node` may be partial shapes that it only moves around (0: not a
-/// data-movement op over shapes; -1: all inputs, as for Concat).
-int PartialDataInputs(const ir::Node& node) {
-  switch (node.kind()) {
-    case ir::OpKind::kConcat:
-      return -1;
-    case ir::OpKind::kGather:
-    case ir::OpKind::kSlice:
-    case ir::OpKind::kSqueeze:
-    case ir::OpKind::kUnsqueeze:
-    case ir::OpKind::kReshape:
-    case ir::OpKind::kIdentity:
-      return 1;
-    case ir::OpKind::kCast:
-      return IsShapeDType(node.attrs<ir::CastAttrs>().to) ? 1 : 0;
-    default:
-      return 0;
-  }
-}
-
 class FoldConstantsPass : public Pass {
  public:
   absl::string_view name() const override { return "fold-constants"; }
@@ -91,6 +66,9 @@ class Folder {
 
   /// One pass over the nodes in order; returns whether anything folded.
   absl::StatusOr<bool> Round() {
+    // Folds make shapes static downstream (a Reshape with a now-constant shape), which the next
+    // round's Shape nodes need.
+    QCC_RETURN_IF_ERROR(ir::InferShapes(graph_, &symbolic_));
     std::vector<ir::Node*> nodes;
     for (const auto& n : graph_.nodes()) nodes.push_back(n.get());
     bool changed = false;
@@ -108,39 +86,25 @@ class Folder {
       Replace(node, {node.attrs<ir::ConstantAttrs>().value});
       return true;
     }
-    if (node.kind() == ir::OpKind::kShape || node.kind() == ir::OpKind::kSize) {
-      return FoldShapeQuery(node);
-    }
     bool all_constant = true;
-    bool any_partial = false;
-    for (const ir::Value* v : node.inputs()) {
-      if (v == nullptr || v->constant() != nullptr) continue;
-      all_constant = false;
-      any_partial |= partial_.contains(v);
-    }
+    for (const ir::Value* v : node.inputs()) all_constant &= v == nullptr || v->constant();
     if (all_constant) return FoldEvaluated(node);
-    if (any_partial) return FoldPartial(node);
-    return false;
+    return FoldSymbolic(node);
   }
 
-  /// Shape of a ranked input and Size of a static one.
-  absl::StatusOr<bool> FoldShapeQuery(ir::Node& node) {
-    const ir::TensorType& x = node.input(0)->type();
-    if (node.kind() == ir::OpKind::kSize) {
-      if (!x.IsStatic()) return false;
-      Tensor t(DType::kInt64, {});
-      t.data<int64_t>()[0] = NumElements(x.StaticDims());
-      Replace(node, {t});
-      return true;
+  /// A node whose outputs the symbolic-value analysis knows to be constants (Shape of a static
+  /// extent, Gather of a known element of a symbolic Shape, ...).
+  bool FoldSymbolic(ir::Node& node) {
+    std::vector<Tensor> data;
+    for (const ir::Value* out : node.outputs()) {
+      auto it = symbolic_.find(out);
+      if (it == symbolic_.end() || !ir::IsConstant(it->second) || !out->type().IsStatic()) {
+        return false;
+      }
+      data.push_back(ir::ConstantOfSymbolic(it->second, out->type()));
     }
-    if (!x.has_rank()) return false;
-    const auto& attrs = node.attrs<ir::ShapeAttrs>();
-    const int64_t rank = x.rank();
-    auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
-    const int64_t start = clamp(attrs.start), end = std::max(start, clamp(attrs.end));
-    Tensor t(DType::kInt64, {end - start});
-    for (int64_t i = start; i < end; ++i) t.data<int64_t>()[i - start] = (*x.dims)[i];
-    return Resolve(node, t);
+    Replace(node, std::move(data));
+    return true;
   }
 
   /// A node whose inputs are all constant: run it unless its outputs are too large.
@@ -165,45 +129,6 @@ class Folder {
     if (!outputs.ok()) return outputs.status();
     Replace(node, *std::move(outputs));
     return true;
-  }
-
-  /// A data-movement op over partial shapes (and constants): run it on the dim codes.
-  absl::StatusOr<bool> FoldPartial(ir::Node& node) {
-    const int data_inputs = PartialDataInputs(node);
-    if (data_inputs == 0) return false;
-    std::vector<Tensor> inputs;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const ir::Value* v = node.input(i);
-      if (v == nullptr) {
-        inputs.emplace_back();
-      } else if (v->constant() != nullptr) {
-        inputs.push_back(*v->constant());
-      } else if (auto it = partial_.find(v);
-                 it != partial_.end() && (data_inputs < 0 || i < data_inputs)) {
-        inputs.push_back(it->second);
-      } else {
-        return false;
-      }
-    }
-    // Any failure here only means the shape stays unknown; run time checks the real values.
-    absl::StatusOr<std::vector<Tensor>> outputs = EvaluateNode(node, inputs, graph_.opset());
-    if (!outputs.ok() || outputs->size() != 1 || !IsShapeDType((*outputs)[0].dtype())) {
-      return false;
-    }
-    return Resolve(node, (*outputs)[0]);
-  }
-
-  /// `codes` is the single output of `node` as dim codes: folds it when all are known, else
-  /// records it as a partial shape. Returns whether the graph changed.
-  bool Resolve(ir::Node& node, const Tensor& codes) {
-    bool known = true;
-    for (int64_t i = 0; i < codes.numel(); ++i) known &= codes.GetAsInt64(i) >= 0;
-    if (known) {
-      Replace(node, {codes});
-      return true;
-    }
-    partial_[node.output(0)] = codes;
-    return false;
   }
 
   /// Replaces every output of `node` by a constant holding `data[i]` and removes the node.
@@ -235,7 +160,7 @@ class Folder {
   ir::Graph& graph_;
   absl::flat_hash_set<std::string> names_;
   absl::flat_hash_set<const ir::Value*> graph_outputs_;
-  absl::flat_hash_map<const ir::Value*, Tensor> partial_;
+  ir::SymbolicValues symbolic_;
 };
 
 absl::StatusOr<bool> FoldConstantsPass::Run(ir::Graph& graph) const {
@@ -245,9 +170,6 @@ absl::StatusOr<bool> FoldConstantsPass::Run(ir::Graph& graph) const {
     QCC_ASSIGN_OR_RETURN(bool folded, folder.Round());
     if (!folded) break;
     changed = true;
-    // Folds make shapes static downstream (a Reshape with a now-constant shape), which the next
-    // round's Shape nodes need.
-    QCC_RETURN_IF_ERROR(ir::InferShapes(graph));
   }
   return changed;
 }

@@ -14,8 +14,8 @@ namespace qcc::passes {
 std::unique_ptr<Pass> CreateFoldConstantsPass();
 /// Removes nodes whose outputs nothing uses, and unused constants.
 std::unique_ptr<Pass> CreateEliminateDeadCodePass();
-/// Gives a Reshape whose target comes from Shape ops (Shape/Cast/Slice/Gather/Concat) a
-/// constant target when every element is constant or an extent the Reshape keeps (0, copy).
+/// Gives a Reshape whose target is computed from Shape ops a constant target when every element
+/// is a constant, an extent the Reshape keeps (0, copy) or the one it can infer (-1).
 std::unique_ptr<Pass> CreateResolveReshapePass();
 /// Removes Identity and inference-mode Dropout by forwarding their input.
 std::unique_ptr<Pass> CreateRemoveIdentityPass();
@@ -26,6 +26,9 @@ std::unique_ptr<Pass> CreateFuseConvBatchNormPass();
 /// Folds an Add of a per-channel constant ([C,1,1], [1,C,1,1] or a scalar) after a Conv into
 /// the Conv's bias (old exporters write conv bias that way).
 std::unique_ptr<Pass> CreateFuseConvAddPass();
+/// Folds a zero constant Pad of the spatial axes into the pads of the Conv reading it (the
+/// TensorFlow-style "same" padding exporters write as an explicit Pad).
+std::unique_ptr<Pass> CreateFusePadConvPass();
 /// Folds a BatchNormalization after a Gemm into the Gemm's weights and bias.
 std::unique_ptr<Pass> CreateFuseGemmBatchNormPass();
 /// Rewrites MatMul (2-D weight constant) + Add (bias constant) into Gemm with bias.

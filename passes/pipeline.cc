@@ -68,6 +68,7 @@ Pipeline DefaultPipeline() {
   p.push_back(CreateEliminateDeadCodePass());
   p.push_back(CreateFuseConvBatchNormPass());
   p.push_back(CreateFuseConvAddPass());
+  p.push_back(CreateFusePadConvPass());
   p.push_back(CreateFuseGemmBatchNormPass());
   p.push_back(CreateFuseMatMulAddPass());
   p.push_back(CreateFuseHardSwishPass());

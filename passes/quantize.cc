@@ -180,24 +180,59 @@ std::vector<int8_t> BuildTable(const ir::Node& node, const QuantParams& in,
   return table;
 }
 
+/// The largest |folded bias| a row of `cols` weights may have: int32 less room for the worst
+/// accumulation sum(q_x * q_w) (|q_x| <= 128, |q_w| <= 127) on either side, so acc + bias never
+/// overflows in the kernels.
+double BiasLimit(int64_t cols) {
+  const double accumulation = 128.0 * 127.0 * static_cast<double>(cols);
+  return std::max(static_cast<double>(std::numeric_limits<int32_t>::max()) - 2.0 * accumulation,
+                  static_cast<double>(1 << 24));
+}
+
 /// Quantizes a Conv's [K, ...] or a Gemm's [N, K] weights (rows = output channels) with `bias`
-/// (per row, may be empty); nullopt when a bias overflows int32.
-std::optional<QuantizedWeights> QuantizeRows(const Tensor& w, const std::vector<float>& bias,
-                                             const QuantParams& in, const QuantParams& out,
-                                             bool per_channel) {
+/// (per row, may be empty).
+///
+/// The int32 bias is round(b / (s_in * s_w)). A row whose weights are tiny next to its bias (a
+/// channel that batch norm all but switched off: weights ~1e-8, bias ~0.1) would need more than
+/// 32 bits; its weight scale is widened to |b| / (s_in * limit) (ONNX Runtime's quantizer does
+/// the same). The row's weights then round to few or no levels, an error of at most s_w / 2 per
+/// weight, times |x| <= 128 s_in: 64 |b| / limit per product, where limit is close to 2^31 for
+/// any row shorter than 10^4. With per-tensor weights the one scale widens for every row.
+/// `widened` counts the rows that needed it.
+QuantizedWeights QuantizeRows(const Tensor& w, const std::vector<float>& bias,
+                              const QuantParams& in, const QuantParams& out, bool per_channel,
+                              int* widened) {
   const int64_t rows = w.dim(0);
   const int64_t cols = w.numel() / rows;
   const float* src = w.data<float>();
+  const double limit = BiasLimit(cols);
+  // The scale of each row, and the smallest one its bias fits with.
+  std::vector<float> scales(rows);
+  std::vector<double> needed(rows);
+  float tensor_amax = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
+    scales[r] = WeightScale(amax);
+    tensor_amax = std::max(tensor_amax, amax);
+    const double b = bias.empty() ? 0.0 : bias[r];
+    needed[r] = std::fabs(b) / (static_cast<double>(in.scale) * limit);
+  }
+  // Rounding `needed` to float must not shrink it: one part in 10^6 more.
+  auto widen = [](float s, double need) {
+    return static_cast<double>(s) < need ? static_cast<float>(need * (1.0 + 1e-6)) : s;
+  };
+  // Per tensor, one scale wide enough for every row.
+  float tensor_scale = WeightScale(tensor_amax);
+  for (int64_t r = 0; r < rows; ++r) tensor_scale = widen(tensor_scale, needed[r]);
   QuantizedWeights q;
   q.weights = Tensor(DType::kInt8, w.dims());
   q.bias = Tensor(DType::kInt32, {rows});
   q.multiplier = Tensor(DType::kFloat32, {rows});
-  float tensor_amax = 0.0f;
-  for (int64_t i = 0; i < w.numel(); ++i) tensor_amax = std::max(tensor_amax, std::fabs(src[i]));
   for (int64_t r = 0; r < rows; ++r) {
-    float amax = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
-    const float s_w = WeightScale(per_channel ? amax : tensor_amax);
+    const float base = per_channel ? scales[r] : WeightScale(tensor_amax);
+    if (static_cast<double>(base) < needed[r]) ++*widened;
+    const float s_w = per_channel ? widen(scales[r], needed[r]) : tensor_scale;
     q.weight_scales.push_back(s_w);
     int64_t sum = 0;
     for (int64_t c = 0; c < cols; ++c) {
@@ -207,10 +242,9 @@ std::optional<QuantizedWeights> QuantizeRows(const Tensor& w, const std::vector<
     }
     const double b = bias.empty() ? 0.0 : bias[r];
     const double bias_scale = static_cast<double>(in.scale * s_w);
+    // |round(b / bias_scale)| <= limit, and the zero-point correction adds at most 128 * 127 *
+    // cols, which BiasLimit left room for.
     const double folded = std::nearbyint(b / bias_scale) - static_cast<double>(in.zero_point) * sum;
-    if (!(std::fabs(folded) <= static_cast<double>(std::numeric_limits<int32_t>::max()))) {
-      return std::nullopt;
-    }
     q.bias.data<int32_t>()[r] = static_cast<int32_t>(folded);
     q.multiplier.data<float>()[r] = RequantMultiplier(in.scale, s_w, out.scale);
   }
@@ -388,12 +422,12 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       Tensor w;
       std::vector<float> bias;
       WeightRows(node, &w, &bias);
-      std::optional<QuantizedWeights> q = QuantizeRows(w, bias, in, out, options.per_channel);
-      if (!q) {
-        d.notes.push_back(where + "its int32 bias would overflow");
-        continue;
+      int widened = 0;
+      d.weights[&node] = QuantizeRows(w, bias, in, out, options.per_channel, &widened);
+      if (widened > 0) {
+        d.widened_channels += widened;
+        ++d.widened_nodes;
       }
-      d.weights[&node] = *std::move(q);
     } else if (IsLut(node.kind())) {
       d.luts[&node] = BuildTable(node, in, out);
     }

@@ -65,6 +65,10 @@ struct QuantDecision {
   absl::flat_hash_map<const ir::Value*, std::pair<float, float>> saturation;
   /// One line per node kept in float that could have been int8, saying why (for the user).
   std::vector<std::string> notes;
+  /// Output channels of int8 Conv/Gemm/MatMul whose weight scale was widened so that their
+  /// int32 bias fits (weights tiny next to the bias), and the nodes they are in.
+  int widened_channels = 0;
+  int widened_nodes = 0;
   bool runs_int8(const ir::Node* n) const { return int8.contains(n); }
 };
 

@@ -227,6 +227,12 @@ absl::Status CompileCommand(const CompileOptions& options) {
   std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
               static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),
               plan.metadata["arena_no_reuse_bytes"].c_str());
+  if (decision.widened_channels > 0) {
+    std::printf(
+        "  %d output channels in %d Conv/Gemm nodes have weights too small next to their bias for "
+        "an int32 bias: their weight scales were widened to fit it\n",
+        decision.widened_channels, decision.widened_nodes);
+  }
   for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
   std::printf("plan -> %s\n", output.c_str());
   return absl::OkStatus();

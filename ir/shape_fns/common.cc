@@ -46,6 +46,28 @@ absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
   return a;
 }
 
+std::optional<std::vector<ShapeEntry>> ShapeEntries(const InferContext& ctx, int i) {
+  std::vector<ShapeEntry> entries;
+  if (const Tensor* t = ctx.value(i)) {
+    if (t->rank() != 1) return std::nullopt;
+    for (int64_t v : t->ToInt64Vector()) entries.push_back({v, IsKnown(v) ? v : kUnknownDim});
+    return entries;
+  }
+  const SymbolicValue* s = ctx.symbolic_value(i);
+  if (s == nullptr || ctx.input(i).rank() != 1) return std::nullopt;
+  for (const std::optional<SymInt>& e : *s) {
+    ShapeEntry entry;
+    if (e && e->is_constant()) {
+      entry.constant = e->constant();
+      entry.dim = IsKnown(e->constant()) ? e->constant() : kUnknownDim;
+    } else if (e) {
+      entry.dim = e->AsDim();
+    }
+    entries.push_back(entry);
+  }
+  return entries;
+}
+
 Dim DimProduct(const std::vector<Dim>& dims, size_t begin, size_t end) {
   Dim p = 1;
   for (size_t i = begin; i < end; ++i) {

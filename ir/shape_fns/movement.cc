@@ -109,19 +109,28 @@ absl::Status InferReshape(InferContext& ctx) {
   const TensorType& x = ctx.input(0);
   ctx.outputs[0] = TensorType::UnknownShape(x.dtype);
   if (!IsInteger(ctx.input(1).dtype)) return ctx.Error("the shape input must be i64");
-  const Tensor* shape = ctx.value(1);
-  if (shape == nullptr) {
+  if (ctx.value(1) != nullptr && ctx.value(1)->rank() != 1) {
+    return ctx.Error("the shape input must be 1-D");
+  }
+  // The target from its data, or from shape arithmetic (an entry may be the batch symbol).
+  const std::optional<std::vector<ShapeEntry>> entries = ShapeEntries(ctx, 1);
+  if (!entries) {
     ctx.outputs[0] = UnknownDims(x.dtype, VectorLength(ctx.input(1)));
     return absl::OkStatus();
   }
-  if (shape->rank() != 1) return ctx.Error("the shape input must be 1-D");
   const bool allowzero = ctx.attrs<ReshapeAttrs>().allowzero != 0;
-  const std::vector<int64_t> req = shape->ToInt64Vector();
-  std::vector<Dim> dims(req.size());
+  std::vector<Dim> dims(entries->size());
+  std::vector<int64_t> req;  // the target, when every entry is a constant
   int64_t minus_one = -1;
   bool any_zero = false;
-  for (size_t i = 0; i < req.size(); ++i) {
-    const int64_t v = req[i];
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const ShapeEntry& e = (*entries)[i];
+    if (!e.constant) {
+      dims[i] = e.dim;  // an extent known symbolically, or unknown (it might be -1 or 0)
+      continue;
+    }
+    const int64_t v = *e.constant;
+    req.push_back(v);
     if (v == -1) {
       if (minus_one >= 0) return ctx.Error("the shape has more than one -1");
       minus_one = static_cast<int64_t>(i);
@@ -148,7 +157,7 @@ absl::Status InferReshape(InferContext& ctx) {
     if (!d.ok()) return ctx.Error(d.status().message());
     dims[minus_one] = *d;
   }
-  if (x.IsStatic()) {
+  if (x.IsStatic() && req.size() == entries->size()) {
     const Dim out_numel = DimProduct(dims, 0, dims.size());
     if (IsKnown(out_numel) && out_numel != NumElements(x.StaticDims())) {
       return ctx.Error(absl::StrCat("cannot reshape ", DimsToString(x.StaticDims()), " into ",
@@ -246,13 +255,16 @@ absl::Status InferUnsqueeze(InferContext& ctx) {
 absl::Status InferExpand(InferContext& ctx) {
   const TensorType& x = ctx.input(0);
   ctx.outputs[0] = TensorType::UnknownShape(x.dtype);
-  const Tensor* shape = ctx.value(1);
+  if (ctx.value(1) != nullptr && ctx.value(1)->rank() != 1) {
+    return ctx.Error("the shape input must be 1-D");
+  }
   std::vector<Dim> target;
-  if (shape != nullptr) {
-    if (shape->rank() != 1) return ctx.Error("the shape input must be 1-D");
-    target = shape->ToInt64Vector();
-    for (Dim d : target) {
-      if (d < 0) return ctx.Error(absl::StrCat("shape entry ", d, " is negative"));
+  if (const std::optional<std::vector<ShapeEntry>> entries = ShapeEntries(ctx, 1)) {
+    for (const ShapeEntry& e : *entries) {
+      if (e.constant && *e.constant < 0) {
+        return ctx.Error(absl::StrCat("shape entry ", *e.constant, " is negative"));
+      }
+      target.push_back(e.dim);
     }
   } else {
     const int64_t n = VectorLength(ctx.input(1));
@@ -320,15 +332,20 @@ absl::Status InferConstantOfShape(InferContext& ctx) {
   const Tensor& value = ctx.attrs<ConstantAttrs>().value;
   if (value.defined() && value.numel() != 1) return ctx.Error("value must hold one element");
   const DType dtype = value.defined() ? value.dtype() : DType::kFloat32;
-  const Tensor* shape = ctx.value(0);
-  if (shape == nullptr) {
+  if (ctx.value(0) != nullptr && ctx.value(0)->rank() != 1) {
+    return ctx.Error("the shape input must be 1-D");
+  }
+  const std::optional<std::vector<ShapeEntry>> entries = ShapeEntries(ctx, 0);
+  if (!entries) {
     ctx.outputs[0] = UnknownDims(dtype, VectorLength(ctx.input(0)));
     return absl::OkStatus();
   }
-  if (shape->rank() != 1) return ctx.Error("the shape input must be 1-D");
-  std::vector<Dim> dims = shape->ToInt64Vector();
-  for (Dim d : dims) {
-    if (d < 0) return ctx.Error(absl::StrCat("shape entry ", d, " is negative"));
+  std::vector<Dim> dims;
+  for (const ShapeEntry& e : *entries) {
+    if (e.constant && *e.constant < 0) {
+      return ctx.Error(absl::StrCat("shape entry ", *e.constant, " is negative"));
+    }
+    dims.push_back(e.dim);
   }
   ctx.outputs[0] = TensorType(dtype, std::move(dims));
   return absl::OkStatus();

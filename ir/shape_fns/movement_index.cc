@@ -165,14 +165,30 @@ absl::Status InferResize(InferContext& ctx) {
   if (!x.has_rank()) return absl::OkStatus();
   const Tensor* scales = ctx.has_input(2) ? ctx.value(2) : nullptr;
   const Tensor* sizes = ctx.has_input(3) ? ctx.value(3) : nullptr;
+  // Sizes computed from Shape (the batch kept, the spatial extents scaled) are known
+  // symbolically.
+  std::vector<Dim> symbolic_sizes;
+  if (ctx.has_input(3) && sizes == nullptr) {
+    if (const std::optional<std::vector<ShapeEntry>> entries = ShapeEntries(ctx, 3)) {
+      for (const ShapeEntry& e : *entries) {
+        if (e.constant && *e.constant < 0) {
+          return ctx.Error(absl::StrCat("size ", *e.constant, " is negative"));
+        }
+        symbolic_sizes.push_back(e.dim);
+      }
+    }
+  }
   const bool scales_pending = ctx.has_input(2) && scales == nullptr;
-  const bool sizes_pending = ctx.has_input(3) && sizes == nullptr;
-  if ((scales_pending || sizes_pending) && !HasElements(scales) && !HasElements(sizes)) {
+  const bool sizes_pending = ctx.has_input(3) && sizes == nullptr && symbolic_sizes.empty();
+  if ((scales_pending || sizes_pending) && !HasElements(scales) && !HasElements(sizes) &&
+      symbolic_sizes.empty()) {
     ctx.outputs[0].dims = std::vector<Dim>(x.rank(), kUnknownDim);
     return absl::OkStatus();
   }
   const Tensor* roi = ctx.has_input(1) ? ctx.value(1) : nullptr;
-  auto params = ResolveResize(*x.dims, ctx.attrs<ResizeAttrs>(), roi, scales, sizes);
+  auto params = symbolic_sizes.empty()
+                    ? ResolveResize(*x.dims, ctx.attrs<ResizeAttrs>(), roi, scales, sizes)
+                    : ResolveResize(*x.dims, ctx.attrs<ResizeAttrs>(), roi, scales, symbolic_sizes);
   if (!params.ok()) return ctx.Error(params.status().message());
   ctx.outputs[0].dims = std::move(params->out_dims);
   return absl::OkStatus();

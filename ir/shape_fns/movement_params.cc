@@ -144,9 +144,20 @@ absl::StatusOr<std::vector<int64_t>> ResolvePads(int64_t rank, const Tensor& pad
 absl::StatusOr<ResizeParams> ResolveResize(const std::vector<Dim>& dims, const ResizeAttrs& attrs,
                                            const Tensor* roi, const Tensor* scales,
                                            const Tensor* sizes) {
+  if (!HasElements(sizes)) return ResolveResize(dims, attrs, roi, scales, std::vector<Dim>());
+  std::vector<Dim> extents = sizes->ToInt64Vector();
+  for (Dim d : extents) {
+    if (d < 0) return Invalid(absl::StrCat("size ", d, " is negative"));
+  }
+  return ResolveResize(dims, attrs, roi, scales, extents);
+}
+
+absl::StatusOr<ResizeParams> ResolveResize(const std::vector<Dim>& dims, const ResizeAttrs& attrs,
+                                           const Tensor* roi, const Tensor* scales,
+                                           const std::vector<Dim>& sizes) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   const bool has_scales = HasElements(scales);
-  const bool has_sizes = HasElements(sizes);
+  const bool has_sizes = !sizes.empty();
   if (has_scales == has_sizes) return Invalid("exactly one of scales and sizes must be given");
 
   std::vector<int64_t> axes(attrs.axes.begin(), attrs.axes.end());
@@ -158,10 +169,10 @@ absl::StatusOr<ResizeParams> ResolveResize(const std::vector<Dim>& dims, const R
     QCC_ASSIGN_OR_RETURN(axes, DistinctAxes(&list, n, rank));
   }
   const int64_t naxes = static_cast<int64_t>(axes.size());
-  const Tensor& given = has_scales ? *scales : *sizes;
-  if (given.numel() != naxes) {
-    return Invalid(absl::StrCat(has_scales ? "scales" : "sizes", " has ", given.numel(),
-                                " entries for ", naxes, " axes"));
+  const int64_t given = has_scales ? scales->numel() : static_cast<int64_t>(sizes.size());
+  if (given != naxes) {
+    return Invalid(absl::StrCat(has_scales ? "scales" : "sizes", " has ", given, " entries for ",
+                                naxes, " axes"));
   }
 
   ResizeParams p;
@@ -197,11 +208,14 @@ absl::StatusOr<ResizeParams> ResolveResize(const std::vector<Dim>& dims, const R
   }
 
   for (int64_t i = 0; i < naxes; ++i) {
-    const int64_t size = sizes->GetAsInt64(i);
-    if (size < 0) return Invalid(absl::StrCat("size ", size, " is negative"));
+    // A size may be a symbol (a batch computed from Shape): the same symbol as the input extent
+    // is a scale of 1.
+    const Dim size = sizes[i];
     const int64_t a = axes[i];
     p.out_dims[a] = size;
-    if (IsKnown(dims[a]) && dims[a] > 0) p.scales[a] = static_cast<double>(size) / dims[a];
+    if (IsKnown(size) && IsKnown(dims[a]) && dims[a] > 0) {
+      p.scales[a] = static_cast<double>(size) / dims[a];
+    }
   }
   if (attrs.keep_aspect_ratio_policy != KeepAspectRatio::kStretch) {
     // One scale for every listed axis: the smallest (not_larger) or largest (not_smaller)

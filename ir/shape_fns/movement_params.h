@@ -55,6 +55,11 @@ struct ResizeParams {
 absl::StatusOr<ResizeParams> ResolveResize(const std::vector<Dim>& dims, const ResizeAttrs& attrs,
                                            const Tensor* roi, const Tensor* scales,
                                            const Tensor* sizes);
+/// The same with the sizes as extents (empty when absent), which may be symbols or unknown: a
+/// size equal to its input extent keeps scale 1.
+absl::StatusOr<ResizeParams> ResolveResize(const std::vector<Dim>& dims, const ResizeAttrs& attrs,
+                                           const Tensor* roi, const Tensor* scales,
+                                           const std::vector<Dim>& sizes);
 
 /// True when `t` is present and holds at least one element.
 inline bool HasElements(const Tensor* t) { return t != nullptr && t->defined() && t->numel() > 0; }

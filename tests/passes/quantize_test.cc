@@ -102,15 +102,43 @@ TEST(PassesQuantizeTest, AsymmetricInputZeroPointIsFoldedIntoTheBias) {
   EXPECT_EQ(q.bias.data<int32_t>()[1], -128 * 127);
 }
 
-TEST(PassesQuantizeTest, OverflowingBiasKeepsTheConvInFloat) {
-  // A bias of 1e6 at scales 1/127 * (1e-3/127) needs ~1.6e13 levels.
+TEST(PassesQuantizeTest, OverflowingBiasWidensTheWeightScaleAndStaysInt8) {
+  // A bias of 1e6 at scales 1/127 * (1e-3/127) would need ~1.6e13 levels: the weight scale of
+  // channel 0 widens until round(b / (s_in * s_w)) fits the bias limit (int32 less room for the
+  // accumulation); channel 1 (no bias) keeps amax / 127.
   auto g = ConvGraph(1e-3f, 1e-3f, 1e6f);
   auto d = passes::AssignPrecision(*g, {{"x", {-1, 1}}, {"c", {-2, 2}}}, {});
   ASSERT_TRUE(d.ok());
-  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "conv")));
-  EXPECT_FALSE(d->runs_int8(NodeNamed(*g, "flatten")));  // its input is float now
-  ASSERT_EQ(d->notes.size(), 1u);  // Flatten simply follows its input; Softmax has no int8 form
-  EXPECT_NE(d->notes[0].find("int32 bias would overflow"), std::string::npos) << d->notes[0];
+  const ir::Node* conv = NodeNamed(*g, "conv");
+  ASSERT_TRUE(d->runs_int8(conv));
+  EXPECT_TRUE(d->runs_int8(NodeNamed(*g, "flatten")));
+  EXPECT_TRUE(d->notes.empty()) << d->notes[0];  // Softmax has no int8 form: no note either
+  EXPECT_EQ(d->widened_channels, 1);
+  EXPECT_EQ(d->widened_nodes, 1);
+  const passes::QuantizedWeights& q = d->weights.at(conv);
+  const float s_in = 1.0f / 127.0f;
+  const double limit = 2147483647.0 - 2.0 * 128 * 127 * 1;  // one weight per row
+  EXPECT_GT(q.weight_scales[0], 1e-3f / 127.0f);
+  EXPECT_NEAR(q.weight_scales[0], 1e6 / (s_in * limit), 1e-5 * q.weight_scales[0]);
+  EXPECT_FLOAT_EQ(q.weight_scales[1], 1e-3f / 127.0f);
+  const int32_t b0 = q.bias.data<int32_t>()[0];
+  EXPECT_LE(std::abs(static_cast<double>(b0)), limit);
+  EXPECT_GT(b0, 0.99 * limit);
+  // The bias still represents 1e6 (to the float rounding of its scale), and the weight of
+  // channel 0 rounds to 0 levels at that scale.
+  EXPECT_NEAR(static_cast<double>(b0) * s_in * q.weight_scales[0], 1e6, 1.0);
+  EXPECT_EQ(q.weights.data<int8_t>()[0], 0);
+  EXPECT_EQ(q.weights.data<int8_t>()[1], 127);
+
+  // Per tensor, the one scale widens for both rows.
+  passes::QuantizeOptions per_tensor;
+  per_tensor.per_channel = false;
+  d = passes::AssignPrecision(*g, {{"x", {-1, 1}}, {"c", {-2, 2}}}, per_tensor);
+  ASSERT_TRUE(d.ok());
+  const passes::QuantizedWeights& t = d->weights.at(conv);
+  EXPECT_EQ(t.weight_scales[0], t.weight_scales[1]);
+  EXPECT_GT(t.weight_scales[0], 1e-3f / 127.0f);
+  EXPECT_EQ(d->widened_channels, 1);
 }
 
 TEST(PassesQuantizeTest, MissingRangesAndExcludesKeepNodesInFloat) {
