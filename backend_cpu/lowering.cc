@@ -121,6 +121,14 @@ absl::StatusOr<int32_t> Lowering::F32(const ir::Value* v, const ir::Node& user) 
     f32_[v] = out;
     return out;
   }
+  if (IsFloat(v->dtype()) && BatchAffineOf(v)) {
+    // Shape arithmetic read as data (a float computed from the batch): known at compile time.
+    QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
+    const int32_t out = NewBuffer(DType::kFloat32, dims, BufferKind::kArena, v->name());
+    EmitBatchAffine(v, out, user);
+    f32_[v] = out;
+    return out;
+  }
   auto it = i8_.find(v);
   if (it == i8_.end()) {
     return absl::InternalError(
@@ -168,6 +176,8 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
     case OpKind::kTranspose:
     case OpKind::kSlice:
     case OpKind::kPad:
+    case OpKind::kResize:  // nearest (passes/quantize.cc lets no other mode be int8)
+    case OpKind::kExpand:
       return LowerMovement(node, /*int8=*/true);
     default:
       break;
@@ -311,6 +321,13 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
   plan_.batch_min = options_.batch_min;
   plan_.batch_max = options_.batch_max;
   for (const ir::Value* v : graph_.inputs()) {
+    if (v->type().rank() > 0 && ir::IsSymbol((*v->type().dims)[0])) {
+      batch_symbol_ = (*v->type().dims)[0];
+      break;
+    }
+  }
+  symbolic_ = ir::ComputeSymbolicValues(graph_);
+  for (const ir::Value* v : graph_.inputs()) {
     QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
     if (v->dtype() != DType::kFloat32 && v->dtype() != DType::kFloat16) {
       return absl::UnimplementedError(absl::StrCat("input '", v->name(), "' is ",
@@ -335,6 +352,7 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
       f32_[v] = b;
     }
   }
+  QCC_RETURN_IF_ERROR(CheckExtentsKnown());
   for (const ir::Value* v : graph_.outputs()) {
     if (graph_outputs_.contains(v) || f16_outputs_.contains(v)) continue;
     QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
@@ -349,6 +367,16 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
     plan_.outputs.push_back({v->name(), b});
   }
   for (const auto& node : graph_.nodes()) {
+    if (KnownAtCompileTime(*node)) {
+      // Shape arithmetic: no step; a float graph output of it is computed from the batch.
+      for (const ir::Value* v : node->outputs()) {
+        auto out = graph_outputs_.find(v);
+        if (out == graph_outputs_.end()) continue;
+        EmitBatchAffine(v, out->second, *node);
+        f32_[v] = out->second;
+      }
+      continue;
+    }
     QCC_RETURN_IF_ERROR(d_.runs_int8(node.get()) ? LowerInt8(*node) : LowerFloat(*node));
     // A graph output produced in int8 is dequantized into its output buffer right away.
     for (const ir::Value* v : node->outputs()) {

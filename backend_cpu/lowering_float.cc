@@ -82,10 +82,23 @@ absl::Status Lowering::LowerMovement(const ir::Node& node, bool int8) {
       }
       for (int64_t k = 0; k < pads->numel(); ++k) p.pads.push_back(pads->GetAsInt64(k));
       if (node.input(2)) p.value = passes::fuse::ScalarF32(node.input(2)).value_or(0.0f);
-      if (int8) p.int_value = d_.params.at(x).zero_point;
+      if (int8) {
+        // The output shares the input's parameters: the fill is the value on that grid (0 is
+        // the zero point exactly; another value is rounded and saturated like any input).
+        const passes::QuantParams& q = d_.params.at(x);
+        p.int_value = QuantizeValue(p.value, q.scale, q.zero_point);
+      }
       Emit(StepKind::kPad, node, {in}, out, WithParams(p));
       return absl::OkStatus();
     }
+    case OpKind::kResize: {  // nearest: an indexed copy of any dtype
+      QCC_ASSIGN_OR_RETURN(const runtime::ResizeStepParams p, ResizeParams(node));
+      Emit(StepKind::kResize, node, {in}, out, WithParams(p));
+      return absl::OkStatus();
+    }
+    case OpKind::kExpand:  // the target is the output buffer's dims
+      Emit(StepKind::kExpand, node, {in}, out, WithParams(runtime::NoStepParams{}));
+      return absl::OkStatus();
     default:
       return absl::InternalError("not a movement op");
   }
@@ -103,7 +116,13 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
     case OpKind::kTranspose:
     case OpKind::kSlice:
     case OpKind::kPad:
+    case OpKind::kExpand:
       return LowerMovement(node, /*int8=*/false);
+    case OpKind::kResize:
+      if (node.attrs<ir::ResizeAttrs>().mode == ir::ResizeMode::kNearest) {
+        return LowerMovement(node, /*int8=*/false);
+      }
+      break;  // linear and cubic compute in fp32, below
     default:
       break;
   }
@@ -254,6 +273,29 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
       kind = StepKind::kConcat;
       step = WithParams(runtime::AxisStepParams{axis});
       num_inputs = node.num_inputs();
+      break;
+    }
+    case OpKind::kResize: {  // linear, cubic (nearest is a movement step above)
+      QCC_ASSIGN_OR_RETURN(const runtime::ResizeStepParams p, ResizeParams(node));
+      kind = StepKind::kResize;
+      step = WithParams(p);
+      break;
+    }
+    case OpKind::kConstantOfShape: {
+      // An Expand of its one value to the output's dims (which the shape input determined).
+      const Tensor& value = node.attrs<ir::ConstantAttrs>().value;
+      if (!IsFloat(y->dtype())) {
+        return absl::UnimplementedError(
+            absl::StrCat("node '", node.name(), "' (ConstantOfShape): a ", DTypeName(y->dtype()),
+                         " tensor computed at run time cannot be put in a plan yet"));
+      }
+      Tensor one = value.defined() ? CastTensor(value, DType::kFloat32).Reshaped({1})
+                                   : Tensor(DType::kFloat32, {1});
+      if (!value.defined()) one.data<float>()[0] = 0.0f;
+      ins.push_back(Weight(node.name() + ":value", one));  // f32, as the step's output
+      kind = StepKind::kExpand;
+      step = WithParams(runtime::NoStepParams{});
+      num_inputs = 0;
       break;
     }
     default:

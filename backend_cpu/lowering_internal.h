@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backend_cpu/lowering.h"
+#include "ir/symbolic_values.h"
 #include "runtime/steps.h"
 #include "support/quantize.h"
 #include "support/status.h"
@@ -155,9 +157,28 @@ class Lowering {
   absl::Status LowerMovement(const ir::Node& node, bool int8);
   absl::Status PlanArena();
 
+  // Shape arithmetic (lowering_shape.cc). Exporters compute shapes from Shape(x); with a dynamic
+  // batch N such values are affine in N (ir/symbolic_values.h). Nodes whose outputs are all
+  // known that way need no step; a step that reads one as data gets a BatchAffine step.
+  /// The BatchAffine parameters of `v` when its value is known as offset + coef * batch.
+  std::optional<runtime::BatchAffineStepParams> BatchAffineOf(const ir::Value* v) const;
+  /// True when every output of `node` is known that way (and it has outputs).
+  bool KnownAtCompileTime(const ir::Node& node) const;
+  /// Emits the BatchAffine step writing `v` into buffer `out`.
+  void EmitBatchAffine(const ir::Value* v, int32_t out, const ir::Node& user);
+  /// OK when every tensor a step will produce has plan dims (static but for the batch);
+  /// otherwise an error naming the first node that makes an extent unknown and what it comes
+  /// from (a data-dependent value, an extent the flags can fix).
+  absl::Status CheckExtentsKnown() const;
+  /// The Resize step parameters of a Resize node whose scales or sizes are known.
+  absl::StatusOr<runtime::ResizeStepParams> ResizeParams(const ir::Node& node) const;
+
   const ir::Graph& graph_;
   const passes::QuantDecision& d_;
   LowerOptions options_;
+  ir::SymbolicValues symbolic_;
+  /// The graph inputs' leading symbolic extent (the plan's batch), or kUnknownDim.
+  ir::Dim batch_symbol_ = ir::kUnknownDim;
   runtime::Plan plan_;
   absl::flat_hash_map<const ir::Value*, int32_t> f32_, i8_, f16_;
   absl::flat_hash_map<const ir::Value*, int32_t> graph_outputs_;

@@ -111,6 +111,13 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
                     "transposes as ONNX Gemm) + activation epilogue (own)");
     case StepKind::kReshape:
       return choice(CudaKernel::kAlias, "the input's bytes, copied on the device");
+    case StepKind::kResize:
+    case StepKind::kExpand:
+    case StepKind::kBatchAffine:
+      // Added for exporters' shape arithmetic (issue 12) without a GPU to run a kernel on.
+      return absl::UnimplementedError(
+          absl::StrCat("step ", i, " '", step.name, "' (", name,
+                       "): this step kind has no CUDA kernel yet; compile with --target cpu"));
     default:
       if (step.kind >= static_cast<uint32_t>(StepKind::kNumStepKinds)) {
         return StepError(plan, i, "unknown step kind");

@@ -29,6 +29,8 @@ bool IsQuantizable(ir::OpKind kind) {
     case K::kPad:
     case K::kSqueeze:
     case K::kUnsqueeze:
+    case K::kResize:
+    case K::kExpand:
       return true;
     default:
       return false;

@@ -43,7 +43,7 @@ using ir::OpKind;
 bool IsPassThrough(OpKind k) {
   return k == OpKind::kReshape || k == OpKind::kFlatten || k == OpKind::kSqueeze ||
          k == OpKind::kUnsqueeze || k == OpKind::kTranspose || k == OpKind::kSlice ||
-         k == OpKind::kPad || k == OpKind::kMaxPool;
+         k == OpKind::kPad || k == OpKind::kMaxPool || k == OpKind::kResize || k == OpKind::kExpand;
 }
 
 bool IsLut(OpKind k) {
@@ -131,16 +131,23 @@ std::string Int8Blocker(const ir::Node& node) {
       for (int i = 1; i < node.num_inputs(); ++i) {
         if (node.input(i) && !fuse::ConstantData(node.input(i))) return "Pad inputs not constant";
       }
-      if (node.input(2)) {
-        std::optional<float> v = fuse::ScalarF32(node.input(2));
-        if (!v || *v != 0.0f) return "a Pad value other than 0 is not lowered to int8";
-      }
+      // The fill is the pad value quantized with the input's parameters (0: the zero point).
+      if (node.input(2) && !fuse::ScalarF32(node.input(2))) return "the Pad value is not a scalar";
       return "";
     case OpKind::kSlice:
       for (int i = 1; i < node.num_inputs(); ++i) {
         if (node.input(i) && !fuse::ConstantData(node.input(i))) return "Slice bounds not constant";
       }
       return "";
+    case OpKind::kResize: {
+      // Nearest picks input elements: exact on int8 data. Interpolating modes stay in float.
+      const auto& a = node.attrs<ir::ResizeAttrs>();
+      if (a.mode != ir::ResizeMode::kNearest) return "only a nearest Resize runs in int8";
+      if (a.coordinate_transformation_mode == ir::CoordTransform::kTfCropAndResize) {
+        return "tf_crop_and_resize extrapolates: it stays in float";
+      }
+      return "";
+    }
     default:
       return IsQuantizable(node.kind()) ? "" : "no int8 form";
   }

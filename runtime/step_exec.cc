@@ -97,6 +97,7 @@ const StepRegistry& CpuStepRegistry() {
     RegisterInt8Steps(*r);
     RegisterFloatSteps(*r);
     RegisterMovementSteps(*r);
+    RegisterShapeSteps(*r);
     return r;
   }();
   return *registry;

@@ -140,8 +140,10 @@ class StepRegistry {
 void RegisterInt8Steps(StepRegistry& registry);
 /// The fp32 compute kinds (step_exec_float.cc).
 void RegisterFloatSteps(StepRegistry& registry);
-/// Reshape, Transpose, Slice, Pad (step_exec_movement.cc).
+/// Reshape, Transpose, Slice, Pad, Cast (step_exec_movement.cc).
 void RegisterMovementSteps(StepRegistry& registry);
+/// Resize, Expand, BatchAffine (step_exec_shape.cc).
+void RegisterShapeSteps(StepRegistry& registry);
 /// Every kind above, registered once.
 const StepRegistry& CpuStepRegistry();
 

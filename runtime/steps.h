@@ -24,10 +24,15 @@
 //   MaxPool, AveragePool, GlobalAveragePool    X f32 NCHW -> Y f32
 //   Concat              X0..Xn f32 -> Y f32 along `axis`
 //   Cast                X f16 -> Y f32, or X f32 -> Y f16 (same shape; fp16 model inputs/outputs)
+//   Resize              X -> Y (f32 any filter; any dtype nearest), per-axis parameters; the
+//                       batch axis is kept (scale 1)
+//   Expand              X (any dtype) -> Y, numpy broadcast to the output buffer's dims
+//   BatchAffine         no inputs -> Y i64, i32 or f32 [n]: offset[i] + coef[i] * batch
 #ifndef QCC_RUNTIME_STEPS_H_
 #define QCC_RUNTIME_STEPS_H_
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -305,6 +310,41 @@ struct UnaryStepParams {
   }
 };
 
+/// Resize: per axis, the scale and roi of backend_cpu/kernels/resize.h's ResizeAxisParams (the
+/// extents come from the buffers); the enums are that header's, as integers.
+struct ResizeStepParams {
+  int64_t coord = 0;     // cpu::ResizeCoordMode
+  int64_t filter = 0;    // cpu::ResizeFilter
+  int64_t rounding = 0;  // cpu::ResizeRounding
+  int64_t exclude_outside = 0;
+  float cubic_a = -0.75f;
+  float extrapolation_value = 0.0f;
+  std::vector<double> scales;  // one per axis
+  std::vector<double> roi;     // [start_0.., end_0..]
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(coord);
+    v.Int(filter);
+    v.Int(rounding);
+    v.Int(exclude_outside);
+    v.Float(cubic_a);
+    v.Float(extrapolation_value);
+    v.Doubles(scales);
+    v.Doubles(roi);
+  }
+};
+
+/// BatchAffine: a small tensor the compiler knows as an affine function of the batch (the value
+/// of shape arithmetic such as Cast(Shape(x)[0]) that a step reads as data).
+struct BatchAffineStepParams {
+  std::vector<int64_t> offsets, coefs;
+  template <typename V>
+  void Visit(V& v) {
+    v.Ints(offsets);
+    v.Ints(coefs);
+  }
+};
+
 enum class BinaryOp : int64_t { kAdd, kSub, kMul, kDiv };
 
 /// Binary with numpy broadcasting, then the activation (residual Add + Relu).
@@ -332,6 +372,15 @@ class ParamWriter {
   void Floats(const std::vector<float>& xs) {
     Int(static_cast<int64_t>(xs.size()));
     step_->floats.insert(step_->floats.end(), xs.begin(), xs.end());
+  }
+  /// Doubles travel exactly, as their bit patterns in `ints`.
+  void Doubles(const std::vector<double>& xs) {
+    Int(static_cast<int64_t>(xs.size()));
+    for (double x : xs) {
+      int64_t bits;
+      std::memcpy(&bits, &x, sizeof(bits));
+      Int(bits);
+    }
   }
 
  private:
@@ -376,6 +425,12 @@ class ParamReader {
     }
     xs.assign(step_.floats.begin() + floats_, step_.floats.begin() + floats_ + n);
     floats_ += n;
+  }
+  void Doubles(std::vector<double>& xs) {
+    std::vector<int64_t> bits;
+    Ints(bits);
+    xs.resize(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) std::memcpy(&xs[i], &bits[i], sizeof(double));
   }
   /// True when every value was present and every value was consumed.
   bool complete() const {

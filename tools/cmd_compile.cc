@@ -17,6 +17,7 @@
 #include "calib/scale_solvers.h"
 #include "ir/fingerprint.h"
 #include "ir/shape_inference.h"
+#include "ir/symbolic_values.h"
 #include "passes/passes.h"
 #include "passes/quantize.h"
 #include "runtime/plan_format.h"
@@ -199,30 +200,52 @@ absl::Status CompileCommand(const CompileOptions& options) {
       options.output.empty() ? BesideModel(options.model, ".plan") : options.output;
   QCC_RETURN_IF_ERROR(runtime::WritePlan(plan, output));
 
-  int int8_nodes = 0, nodes = 0;
+  // Shape arithmetic whose values are known when compiling (a Shape of the batch-N input and
+  // what is computed from it) runs no step: it is counted apart.
+  const ir::SymbolicValues symbolic = ir::ComputeSymbolicValues(*graph);
+  auto known = [&](const ir::Node& n) {
+    for (const ir::Value* v : n.outputs()) {
+      auto it = symbolic.find(v);
+      if (it == symbolic.end()) return false;
+      for (const auto& e : it->second) {
+        if (!e) return false;
+      }
+    }
+    return n.num_outputs() > 0;
+  };
+  int int8_nodes = 0, nodes = 0, shape_nodes = 0;
   for (const auto& n : graph->nodes()) {
     if (n->kind() == ir::OpKind::kConstant) continue;
+    if (known(*n)) {
+      ++shape_nodes;
+      continue;
+    }
     ++nodes;
     int8_nodes += decision.runs_int8(n.get()) ? 1 : 0;
   }
+  const std::string shape_note =
+      shape_nodes == 0
+          ? ""
+          : absl::StrCat("; ", shape_nodes, " shape-arithmetic nodes computed at compile time");
   std::map<std::string, uint64_t> weight_bytes;
   for (const runtime::PlanWeight& w : plan.weights)
     weight_bytes[std::string(DTypeName(w.dtype))] += w.nbytes;
   std::string bytes;
   for (const auto& [dtype, n] : weight_bytes) absl::StrAppend(&bytes, " ", dtype, " ", n, " B");
   if (options.int8) {
-    std::printf("compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps\n",
-                options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
-                plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
-                plan.steps.size());
+    std::printf(
+        "compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps%s\n",
+        options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
+        plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
+        plan.steps.size(), shape_note.c_str());
   } else if (options.fp16) {
     std::printf(
         "compiled %s: %d nodes in fp16 (fp16 weights and activations, fp32 "
-        "accumulation), %zu steps\n",
-        options.model.c_str(), nodes, plan.steps.size());
+        "accumulation), %zu steps%s\n",
+        options.model.c_str(), nodes, plan.steps.size(), shape_note.c_str());
   } else {
-    std::printf("compiled %s: %d nodes in fp32 (the unquantized baseline), %zu steps\n",
-                options.model.c_str(), nodes, plan.steps.size());
+    std::printf("compiled %s: %d nodes in fp32 (the unquantized baseline), %zu steps%s\n",
+                options.model.c_str(), nodes, plan.steps.size(), shape_note.c_str());
   }
   std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
               static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
+
 namespace qcc::cpu {
 namespace {
 
@@ -127,10 +129,36 @@ ResizeTaps MakeResizeTaps(const ResizeAxisParams& p) {
   return t;
 }
 
+int64_t ResizeF32ScratchFloats(absl::Span<const int64_t> in_dims,
+                               absl::Span<const ResizeTaps> taps) {
+  // Every intermediate result (after a resampled axis that is not the last one) fits in one
+  // half: the largest of them.
+  absl::InlinedVector<int64_t, 8> dims(in_dims.begin(), in_dims.end());
+  size_t final_axis = dims.size();
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (!taps[k].identity) final_axis = k;
+  }
+  int64_t largest = 0;
+  for (size_t k = 0; k < final_axis; ++k) {
+    if (taps[k].identity) continue;
+    dims[k] = taps[k].out_extent();
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    largest = std::max(largest, n);
+  }
+  return 2 * largest;
+}
+
 void ResizeF32(absl::Span<const int64_t> in_dims, absl::Span<const ResizeTaps> taps,
                float extrapolation_value, const float* in, float* out) {
+  std::vector<float> scratch(ResizeF32ScratchFloats(in_dims, taps));
+  ResizeF32(in_dims, taps, extrapolation_value, in, out, scratch.data());
+}
+
+void ResizeF32(absl::Span<const int64_t> in_dims, absl::Span<const ResizeTaps> taps,
+               float extrapolation_value, const float* in, float* out, float* scratch) {
   const size_t rank = in_dims.size();
-  std::vector<int64_t> dims(in_dims.begin(), in_dims.end());
+  absl::InlinedVector<int64_t, 8> dims(in_dims.begin(), in_dims.end());
   int64_t numel = 1;
   for (int64_t d : dims) numel *= d;
   size_t final_axis = rank;  // the last axis that is resampled
@@ -141,8 +169,10 @@ void ResizeF32(absl::Span<const int64_t> in_dims, absl::Span<const ResizeTaps> t
     if (numel > 0) std::memcpy(out, in, numel * sizeof(float));
     return;
   }
-  std::vector<float> buffer[2];
-  int next_buffer = 0;  // ping-pong between the two intermediate buffers
+  // Ping-pong between the two halves of the scratch.
+  const int64_t half = ResizeF32ScratchFloats(in_dims, taps) / 2;
+  float* buffer[2] = {scratch, scratch + half};
+  int next_buffer = 0;
   const float* src = in;
   for (size_t k = 0; k <= final_axis; ++k) {
     const ResizeTaps& t = taps[k];
@@ -154,8 +184,7 @@ void ResizeF32(absl::Span<const int64_t> in_dims, absl::Span<const ResizeTaps> t
     const int64_t out_extent = t.out_extent();
     float* dst = out;
     if (k != final_axis) {
-      buffer[next_buffer].assign(outer * out_extent * inner, 0.0f);
-      dst = buffer[next_buffer].data();
+      dst = buffer[next_buffer];
       next_buffer ^= 1;
     }
     for (int64_t o = 0; o < outer; ++o) {

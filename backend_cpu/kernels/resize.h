@@ -66,6 +66,13 @@ ResizeTaps MakeResizeTaps(const ResizeAxisParams& p);
 /// taps[k].out_extent().
 void ResizeF32(absl::Span<const int64_t> in_dims, absl::Span<const ResizeTaps> taps,
                float extrapolation_value, const float* in, float* out);
+/// The same with `scratch` of ResizeF32ScratchFloats(in_dims, taps) floats for the intermediate
+/// results, so that nothing is allocated (the runtime's Resize step).
+void ResizeF32(absl::Span<const int64_t> in_dims, absl::Span<const ResizeTaps> taps,
+               float extrapolation_value, const float* in, float* out, float* scratch);
+/// Floats of scratch ResizeF32 needs for `in_dims` and `taps`.
+int64_t ResizeF32ScratchFloats(absl::Span<const int64_t> in_dims,
+                               absl::Span<const ResizeTaps> taps);
 
 }  // namespace qcc::cpu
 

@@ -72,22 +72,15 @@ absl::Status RunResize(OpContext& ctx) {
       ir::ResolveResize(x.dims(), attrs, Optional(ctx, 1), Optional(ctx, 2), Optional(ctx, 3));
   if (!params.ok()) return ctx.Error(params.status().message());
   const int64_t rank = x.rank();
+  std::vector<ResizeAxisParams> axis_params = ResizeAxes(attrs, *params);
   std::vector<ResizeTaps> taps(rank);
   for (int64_t k = 0; k < rank; ++k) {
-    ResizeAxisParams p;
+    ResizeAxisParams& p = axis_params[k];
     p.in_extent = x.dim(k);
     p.out_extent = out.dim(k);
     if (p.in_extent == 0 && p.out_extent > 0) {
       return ctx.Error(absl::StrCat("cannot resize the empty axis ", k));
     }
-    p.scale = params->scales[k];
-    p.roi_start = params->roi[k];
-    p.roi_end = params->roi[rank + k];
-    p.coord = CoordMode(attrs.coordinate_transformation_mode);
-    p.filter = Filter(attrs.mode);
-    p.rounding = Rounding(attrs.nearest_mode);
-    p.cubic_a = attrs.cubic_coeff_a;
-    p.exclude_outside = attrs.exclude_outside != 0;
     taps[k] = MakeResizeTaps(p);
   }
 
@@ -113,6 +106,24 @@ absl::Status RunResize(OpContext& ctx) {
 }
 
 }  // namespace
+
+std::vector<ResizeAxisParams> ResizeAxes(const ir::ResizeAttrs& attrs,
+                                         const ir::ResizeParams& params) {
+  const size_t rank = params.scales.size();
+  std::vector<ResizeAxisParams> axes(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    ResizeAxisParams& p = axes[k];
+    p.scale = params.scales[k];
+    p.roi_start = params.roi[k];
+    p.roi_end = params.roi[rank + k];
+    p.coord = CoordMode(attrs.coordinate_transformation_mode);
+    p.filter = Filter(attrs.mode);
+    p.rounding = Rounding(attrs.nearest_mode);
+    p.cubic_a = attrs.cubic_coeff_a;
+    p.exclude_outside = attrs.exclude_outside != 0;
+  }
+  return axes;
+}
 
 void RegisterResizeOps(OpRegistry& registry) {
   registry.Add(ir::OpKind::kResize, RunResize, FloatPolicy::kComputeInF32);
