@@ -34,15 +34,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// "i/N" with 0 <= i < N.
+/// "i/N" with 0 <= i < N, into the settings the table records.
 absl::Status ParseShard(absl::string_view text, calib::CalibSettings* settings) {
-  std::vector<absl::string_view> parts = absl::StrSplit(text, '/');
   int index = 0, count = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) ||
-      !absl::SimpleAtoi(parts[1], &count) || count < 1 || index < 0 || index >= count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--shard '", text, "' is not i/N with 0 <= i < N (e.g. --shard 0/4 ... --shard 3/4)"));
-  }
+  QCC_RETURN_IF_ERROR(tools::ParseShard(text, &index, &count));
   settings->shard_count = count;
   settings->shards = {index};
   return absl::OkStatus();

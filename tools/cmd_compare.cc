@@ -250,6 +250,10 @@ absl::Status CompareCommand(const CompareOptions& options) {
   calib::DatasetOptions data_options;
   data_options.preprocess = spec;
   data_options.max_samples = options.max_samples;
+  if (!options.shard.empty()) {
+    QCC_RETURN_IF_ERROR(
+        ParseShard(options.shard, &data_options.shard_index, &data_options.shard_count));
+  }
   QCC_ASSIGN_OR_RETURN(
       std::unique_ptr<calib::Dataset> data,
       calib::Dataset::Open(options.data, calib::GraphDataInputs(*graph), data_options));

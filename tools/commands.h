@@ -43,7 +43,7 @@ struct CalibrateOptions {
   int64_t batch = 16;
   int64_t max_samples = 0;
   std::string shard = "0/1";  // "i/N"
-  std::string method = "entropy";
+  std::string method = "mse";
   std::string device = "auto";
   int threads = 0;
   std::vector<std::string> merge;  // tables to combine into `output` instead of calibrating
@@ -81,6 +81,7 @@ struct CompareOptions {
   bool labels_from_folders = false;
   bool per_layer = false;  // rank every int8 tensor by its SQNR against fp32
   int64_t max_samples = 0;
+  std::string shard;  // "i/N": every N-th sample from the i-th on (empty: all)
   int64_t batch = 32;
   int threads = 0;
   std::string device = "cpu";  // the plan's device: cpu, cuda or auto (fp32 always on the CPU)

@@ -165,7 +165,7 @@ int Main(int argc, char** argv) {
   calibrate_cmd
       ->add_option("--calib-method", calibrate.method,
                    "The method compile uses by default: minmax, entropy, percentile[=P] or mse "
-                   "(default entropy; the table keeps histograms, so compile can pick another)")
+                   "(default mse; the table keeps histograms, so compile can pick another)")
       ->type_name("METHOD");
   calibrate_cmd->add_option("--device", calibrate.device, "auto, cpu or cuda (default auto)")
       ->type_name("DEVICE");
@@ -249,6 +249,11 @@ int Main(int argc, char** argv) {
       ->add_option("--max-samples", compare.max_samples,
                    "Use only the first N samples in sorted file order (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  compare_cmd
+      ->add_option("--shard", compare.shard,
+                   "Compare on every N-th sample from the i-th on (e.g. the samples a calibrate "
+                   "--shard did not see)")
+      ->type_name("i/N");
   compare_cmd->add_option("--batch", compare.batch, "Samples per inference (default 32)")
       ->check(CLI::Range(1, 1 << 16));
   compare_cmd->add_option(

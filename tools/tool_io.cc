@@ -6,8 +6,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_proto.h"
 #include "support/npy.h"
@@ -104,6 +106,16 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitNameValue(absl::string_
         absl::StrCat(flag, " '", arg, "': expected NAME=VALUE, e.g. ", flag, " input=x.npy"));
   }
   return std::make_pair(std::string(arg.substr(0, eq)), std::string(arg.substr(eq + 1)));
+}
+
+absl::Status ParseShard(absl::string_view text, int* index, int* count) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, '/');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], index) ||
+      !absl::SimpleAtoi(parts[1], count) || *count < 1 || *index < 0 || *index >= *count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard '", text, "' is not i/N with 0 <= i < N (e.g. --shard 0/4 ... --shard 3/4)"));
+  }
+  return absl::OkStatus();
 }
 
 std::string InputNameList(const ir::Graph& graph) {

@@ -109,6 +109,30 @@ TEST_F(CompareTest, Resnet20PlanAgreesWithFp32AndRanksItsLayers) {
   EXPECT_EQ(LineStartingWith(b.out, "compare:"), LineStartingWith(r.out, "compare:"));
 }
 
+TEST_F(CompareTest, ShardsSplitTheSamplesAsCalibrateDoes) {
+  // --shard i/N compares every N-th sample from the i-th on, so that a plan calibrated with
+  // calibrate --shard 0/N can be measured on the samples its table did not see.
+  ASSERT_EQ(CalibratedResnet20Plan(Path("m.plan")).exit_code, 0);
+  const std::string data = CifarSubset("images", 30, 3);  // 3 per class, not calibrated on
+  std::map<std::string, double> fields[3];
+  const char* shards[3] = {"0/3", "1/3", "2/3"};
+  for (int i = 0; i < 3; ++i) {
+    const QccResult r = CompareResnet20(Path("m.plan"), data, {"--shard", shards[i]});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    fields[i] = MachineFields(r.out, "compare:");
+    EXPECT_EQ(fields[i]["samples"], 10) << r.out;
+  }
+  const QccResult all = CompareResnet20(Path("m.plan"), data, {});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const std::map<std::string, double> whole = MachineFields(all.out, "compare:");
+  EXPECT_EQ(whole.at("samples"), 30);
+  // Agreement over the whole set is the mean over its three equal shards.
+  EXPECT_NEAR(whole.at("agreement"),
+              (fields[0]["agreement"] + fields[1]["agreement"] + fields[2]["agreement"]) / 3, 1e-9);
+  ExpectOneLineError(CompareResnet20(Path("m.plan"), data, {"--shard", "3/3"}),
+                     {"--shard '3/3'", "i/N"});
+}
+
 TEST_F(CompareTest, AsymmetricPlanAgreesAndRanksWithZeroPoints) {
   ASSERT_EQ(CalibratedResnet20Plan(Path("a.plan"), {"--asymmetric"}).exit_code, 0);
   const std::string data = CifarSubset("images", 200, 4);
