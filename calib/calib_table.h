@@ -7,7 +7,7 @@
 //    "fingerprint": "<ir::Fingerprint of the model>",
 //    "qcc_version": "0.1.0",
 //    "preprocessing": {...},            // the caller's JSON object, keys sorted
-//    "settings": {"batch":8,"max_samples":0,"method":"entropy","shard":"0/1"},
+//    "settings": {"batch":8,"max_samples":0,"method":"mse","shard":"0/1"},
 //    "samples": 500,
 //    "bins": 2048,
 //    "tensors": {
@@ -44,7 +44,7 @@ inline constexpr int kCalibTableVersion = 1;
 /// How the statistics were gathered.
 struct CalibSettings {
   /// The method `qcc compile` uses by default, as ParseCalibMethod spells it.
-  std::string method = "entropy";
+  std::string method = "mse";
   int64_t batch = 1;
   /// 0: no limit.
   int64_t max_samples = 0;

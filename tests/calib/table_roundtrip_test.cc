@@ -25,7 +25,7 @@ TEST(CalibTableRoundTripTest, WriteReadWriteIsByteIdentical) {
   EXPECT_EQ(back->qcc_version, "0.1.0");
   EXPECT_EQ(back->samples, 10);
   EXPECT_EQ(back->settings.batch, 4);
-  EXPECT_EQ(back->settings.method, "entropy");
+  EXPECT_EQ(back->settings.method, "mse");
   EXPECT_EQ(back->preprocessing,
             R"({"layout":"nchw","mean":[0.49,0.48,0.45],"resize":32})");  // keys sorted
   ASSERT_EQ(back->tensors.size(), table.tensors.size());
@@ -46,7 +46,7 @@ TEST(CalibTableRoundTripTest, OutputIsDeterministicAndReadable) {
   EXPECT_EQ(*a, *b);
   // Header fields first, one tensor per line, sorted by name, escaped.
   EXPECT_EQ(a->rfind("{\n \"format\": \"qcc-calib\",\n \"version\": 1,\n", 0), 0u) << *a;
-  EXPECT_NE(a->find("\"settings\": {\"batch\":4,\"max_samples\":0,\"method\":\"entropy\","
+  EXPECT_NE(a->find("\"settings\": {\"batch\":4,\"max_samples\":0,\"method\":\"mse\","
                     "\"shard\":\"0/1\"}"),
             std::string::npos);
   EXPECT_NE(a->find("\n  \"relu \\\"1\\\"\": {\"min\":0,"), std::string::npos) << *a;

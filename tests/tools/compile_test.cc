@@ -44,7 +44,7 @@ TEST_F(CompileTest, Resnet20PlanInspectsAndRuns) {
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
   const std::string& out = inspect.out;
   EXPECT_NE(out.find("target cpu, batch 1..32, int8 (per-channel weights, symmetric "
-                     "activations, entropy), from model.onnx"),
+                     "activations, mse), from model.onnx"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("input input: f32[N,3,32,32]"), std::string::npos) << out;
@@ -149,7 +149,7 @@ TEST_F(CompileTest, AsymmetricActivationsAreRecorded) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const QccResult inspect = Qcc({"inspect", Path("a.plan")});
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
-  EXPECT_NE(inspect.out.find("(per-channel weights, asymmetric activations, entropy)"),
+  EXPECT_NE(inspect.out.find("(per-channel weights, asymmetric activations, mse)"),
             std::string::npos)
       << inspect.out;
   EXPECT_EQ(CountKernel(InspectSteps(inspect.out), "QConv"), kResnet20Convs);
@@ -245,7 +245,7 @@ TEST_F(CompileTest, DefaultTableAndPlanPathsAreBesideTheModel) {
   ASSERT_TRUE(fs::exists(Path("resnet20.plan")));
   const QccResult inspect = Qcc({"inspect", Path("resnet20.plan")});
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
-  EXPECT_NE(inspect.out.find("entropy), from resnet20.onnx"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("mse), from resnet20.onnx"), std::string::npos) << inspect.out;
   // The default table gives the same plan as naming it.
   ASSERT_EQ(CompileResnet20(Path("resnet20.calib.json"), Path("named.plan")).exit_code, 0);
   const QccResult named = Qcc({"inspect", Path("named.plan")});
