@@ -74,46 +74,13 @@ absl::Status Evaluator::CheckInputs(absl::Span<const Tensor> inputs) const {
 
 namespace {
 
-/// Recycles the storage of dead intermediate tensors within one Run, so that a network's
-/// activations cost a handful of allocations instead of one (zero-filled, page-faulted) per op.
-/// Outputs come uninitialised: every kernel writes all of its outputs. With the environment
-/// variable QCC_EVAL_POISON=1 they come filled with 0xff bytes (NaN for floats) instead, which
-/// the conformance test uses to prove that no kernel relies on zeroed outputs.
-class BufferPool {
- public:
-  BufferPool() : poison_(PoisonRequested()) {}
-
-  Tensor Allocate(DType dtype, Dims dims) {
-    const size_t nbytes = static_cast<size_t>(NumElements(dims)) * DTypeSize(dtype);
-    const size_t bytes = Tensor::StorageBytes(nbytes);
-    std::shared_ptr<uint8_t> storage;
-    auto it = free_.find(bytes);
-    if (it != free_.end() && !it->second.empty()) {
-      storage = std::move(it->second.back());
-      it->second.pop_back();
-    } else {
-      storage = Tensor::AllocateStorage(nbytes);
-    }
-    if (poison_) std::memset(storage.get(), 0xff, bytes);
-    return Tensor(dtype, std::move(dims), std::move(storage));
-  }
-
-  /// Takes `t`'s storage back when nothing else holds it.
-  void Release(Tensor t) {
-    if (!t.defined() || t.storage().use_count() != 1) return;
-    const size_t bytes = Tensor::StorageBytes(t.nbytes());
-    free_[bytes].push_back(t.storage());
-  }
-
- private:
-  static bool PoisonRequested() {
-    const char* env = std::getenv("QCC_EVAL_POISON");
-    return env != nullptr && std::string(env) == "1";
-  }
-
-  bool poison_;
-  absl::flat_hash_map<size_t, std::vector<std::shared_ptr<uint8_t>>> free_;
-};
+/// With the environment variable QCC_EVAL_POISON=1, node outputs come filled with 0xff bytes (NaN
+/// for floats) instead of uninitialised, which the conformance test uses to prove that no kernel
+/// relies on zeroed outputs: every kernel writes all of its outputs.
+bool PoisonRequested() {
+  const char* env = std::getenv("QCC_EVAL_POISON");
+  return env != nullptr && std::string(env) == "1";
+}
 
 }  // namespace
 
@@ -122,7 +89,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   SetGemmThreads(options_.num_threads);
 
   // Remaining uses per value, so intermediate tensors are freed as soon as they are dead.
-  BufferPool pool;
+  std::vector<Dims> input_dims;
+  for (const Tensor& t : inputs) input_dims.push_back(t.dims());
+  std::unique_ptr<internal::RunAllocator> memory = arena_->Begin(input_dims, PoisonRequested());
   absl::flat_hash_map<const ir::Value*, Tensor> live;
   absl::flat_hash_map<const ir::Value*, int> remaining;
   for (const auto& n : graph_.nodes()) {
@@ -155,7 +124,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     return it == live.end() ? Tensor() : it->second;
   };
 
+  int32_t step = 0;
   for (const auto& node : graph_.nodes()) {
+    memory->SetStep(step++);
     const OpEntry& entry = *registry_.Find(node->kind());
     const bool upcast = entry.float_policy == FloatPolicy::kComputeInF32;
     std::vector<Tensor> in;
@@ -197,7 +168,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       Dims dims = tt.StaticDims();
       const int reuse = i == 0 && entry.may_run_in_place ? in_place_input(*node, in, dt, dims) : -1;
       out.push_back(reuse >= 0 ? Tensor(dt, std::move(dims), in[reuse].storage())
-                               : pool.Allocate(dt, std::move(dims)));
+                               : memory->Allocate(dt, std::move(dims)));
     }
     OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads,
                   options_.on_observe ? &options_.on_observe : nullptr};
@@ -212,11 +183,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     out.clear();
     for (const ir::Value* v : node->inputs()) {
       if (v == nullptr || --remaining[v] != 0) continue;
-      auto it = live.find(v);
-      if (it == live.end()) continue;
-      Tensor dead = std::move(it->second);
-      live.erase(it);
-      pool.Release(std::move(dead));
+      live.erase(v);  // frees its storage, or its bytes in the arena, unless a view holds it
     }
   }
 
@@ -228,6 +195,8 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     }
     results.push_back(t);
   }
+  live.clear();
+  arena_->Finish(std::move(memory));
   return results;
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "backend_cpu/eval_arena.h"
 #include "backend_cpu/op_registry.h"
 #include "ir/graph.h"
 #include "support/tensor.h"
@@ -26,6 +27,9 @@ struct EvalOptions {
 };
 
 /// Executes one graph. Does not own the graph, which must outlive it and stay unchanged.
+/// Each intermediate tensor is freed (or its arena bytes reused) right after its last consumer;
+/// from the second run on the same input shapes the intermediates live in one arena kept
+/// between runs (see eval_arena.h). Run may be called from several threads at once.
 class Evaluator {
  public:
   /// Checks that every node has a CPU kernel; the error names the first node without one, its op
@@ -38,13 +42,18 @@ class Evaluator {
   /// (e.g. the batch) has one value across all inputs.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) const;
 
+  /// The memory of the last Run that succeeded (zeros before the first).
+  EvalMemoryStats last_run_memory() const { return arena_->last_stats(); }
+
  private:
-  Evaluator(const ir::Graph& graph, EvalOptions options) : graph_(graph), options_(options) {}
+  Evaluator(const ir::Graph& graph, EvalOptions options)
+      : graph_(graph), options_(options), arena_(std::make_unique<internal::EvalArena>()) {}
   absl::Status CheckInputs(absl::Span<const Tensor> inputs) const;
 
   const ir::Graph& graph_;
   EvalOptions options_;
   const OpRegistry& registry_ = DefaultOpRegistry();
+  std::unique_ptr<internal::EvalArena> arena_;
 };
 
 /// Lists the nodes of `graph` whose op has no CPU kernel (empty when all are supported).
