@@ -3,9 +3,13 @@
 //
 // Each case is a folder <suite>/<case>/ with model.onnx and test_data_set_*/{input,output}_K.pb.
 // A case is "unsupported" when anything on its path returns kUnimplemented, "failed" on any other
-// error or a mismatch, and "passed" otherwise. The test fails on any failure not listed in
-// known_failures.txt, on a listed case that no longer fails, and when fewer than kMinPassed pass.
-// QCC_CONFORMANCE_FILTER=<substring> runs only the matching cases (no pass-count check then).
+// error or a mismatch, and "passed" otherwise. The outcome of every case is pinned: the test
+// fails on any failure not listed in known_failures.txt, on a listed case that no longer fails,
+// on an unsupported case not listed in unsupported.txt (a case that passed must not silently
+// become unsupported), on a listed one that passes now (shrink the list), and when fewer than
+// kMinPassed pass. QCC_CONFORMANCE_FILTER=<substring> runs only the matching cases (no count or
+// completeness checks then); QCC_CONFORMANCE_WRITE_UNSUPPORTED=<file> writes the unsupported
+// list of this run (to review and check in when support changes on purpose).
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,10 +219,10 @@ CaseResult RunCase(const fs::path& dir) {
   return {};
 }
 
-/// Reads known_failures.txt: "<suite>/<case>  # reason" per line. An entry without a reason is
-/// reported in `errors`.
-std::map<std::string, std::string> LoadKnownFailures(const std::string& path,
-                                                     std::vector<std::string>* errors) {
+/// Reads a case list (known_failures.txt, unsupported.txt): "<suite>/<case>  # reason" per line.
+/// An entry without a reason is reported in `errors`.
+std::map<std::string, std::string> LoadCaseList(const std::string& path,
+                                                std::vector<std::string>* errors) {
   std::map<std::string, std::string> known;
   std::ifstream in(path);
   std::string line;
@@ -229,7 +233,10 @@ std::map<std::string, std::string> LoadKnownFailures(const std::string& path,
     absl::string_view name = absl::StripAsciiWhitespace(text.substr(0, hash));
     absl::string_view reason =
         hash == absl::string_view::npos ? "" : absl::StripAsciiWhitespace(text.substr(hash + 1));
-    if (reason.empty()) errors->push_back(absl::StrCat(name, ": give a reason after '#'"));
+    if (reason.empty()) {
+      errors->push_back(absl::StrCat(fs::path(path).filename().string(), ": ", name,
+                                     ": give a reason after '#'"));
+    }
     known[std::string(name)] = std::string(reason);
   }
   return known;
@@ -245,8 +252,12 @@ TEST(Conformance, OnnxBackendTestData) {
   const char* filter_env = std::getenv("QCC_CONFORMANCE_FILTER");
   const std::string filter = filter_env != nullptr ? filter_env : "";
   std::vector<std::string> list_errors;
-  const std::map<std::string, std::string> known = LoadKnownFailures(
-      std::string(QCC_SOURCE_DIR) + "/tests/conformance/known_failures.txt", &list_errors);
+  const std::string lists = std::string(QCC_SOURCE_DIR) + "/tests/conformance/";
+  const std::map<std::string, std::string> known =
+      LoadCaseList(lists + "known_failures.txt", &list_errors);
+  const std::map<std::string, std::string> pinned_unsupported =
+      LoadCaseList(lists + "unsupported.txt", &list_errors);
+  std::map<std::string, std::string> now_unsupported;  // this run's, for the list writer
   constexpr int kCrashSignals[] = {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL};
   for (int sig : kCrashSignals) std::signal(sig, OnCrash);
 
@@ -265,11 +276,15 @@ TEST(Conformance, OnnxBackendTestData) {
       snprintf(g_current_case, sizeof(g_current_case), "%s", name.c_str());
       CaseResult r = RunCase(dir);
       auto it = known.find(name);
+      const bool pinned = pinned_unsupported.count(name) > 0;
       switch (r.outcome) {
         case Outcome::kPassed:
           ++passed;
           if (it != known.end())
             unexpected.push_back(name + ": now passes, remove from known_failures");
+          if (pinned) {
+            unexpected.push_back(name + ": now passes, remove it from unsupported.txt");
+          }
           break;
         case Outcome::kUnsupported:
           ++unsupported;
@@ -277,15 +292,22 @@ TEST(Conformance, OnnxBackendTestData) {
             ++unsupported_ops[op];
             example.emplace(op, absl::StrCat(name, ": ", r.reason.substr(0, 160)));
           }
+          now_unsupported[name] = absl::StrJoin(r.unsupported, ", ");
           if (it != known.end()) {
             unexpected.push_back(name +
                                  ": now unsupported, not failing; remove from known_failures");
+          }
+          if (!pinned) {
+            unexpected.push_back(absl::StrCat(
+                name, ": unsupported (", now_unsupported[name], ") but not in unsupported.txt: a ",
+                "case that passed stopped passing, or a new case; fix it or list it"));
           }
           break;
         case Outcome::kFailed:
           failed.push_back(absl::StrCat(name, ": ", r.reason.substr(0, 300),
                                         it != known.end() ? "  [known: " + it->second + "]" : ""));
           if (it == known.end()) unexpected.push_back(failed.back());
+          if (pinned) unexpected.push_back(name + ": fails now, no longer unsupported");
           break;
       }
     }
@@ -295,6 +317,19 @@ TEST(Conformance, OnnxBackendTestData) {
     if (seen.count(name) == 0 && filter.empty()) {
       list_errors.push_back(name + ": no such case, remove from known_failures");
     }
+  }
+  for (const auto& [name, reason] : pinned_unsupported) {
+    if (seen.count(name) == 0 && filter.empty()) {
+      list_errors.push_back(name + ": no such case, remove from unsupported.txt");
+    }
+  }
+  if (const char* out = std::getenv("QCC_CONFORMANCE_WRITE_UNSUPPORTED")) {
+    std::ofstream list(out);
+    list << "# ONNX conformance cases qcc does not support yet, one per line: \"<suite>/<case>  #"
+            " what is missing\".\n# Written by QCC_CONFORMANCE_WRITE_UNSUPPORTED=<file> "
+            "build/tests/conformance_test; the test fails\n# when a case not listed here is "
+            "unsupported and when a listed one passes (then remove it).\n";
+    for (const auto& [name, ops] : now_unsupported) list << name << "  # " << ops << "\n";
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
