@@ -402,7 +402,9 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       // movement and max).
       if (x->producer() == nullptr || !d.runs_int8(x->producer())) continue;
       d.int8[&node] = true;
-      d.params[y] = d.params.at(x);
+      // A copy first: inserting y may rehash the map and move x's entry.
+      const QuantParams in = d.params.at(x);
+      d.params[y] = in;
       continue;
     }
     // Every non-constant float input and the output need a range.
