@@ -9,7 +9,9 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/memory_plan.h"
+#include "support/memory.h"
 
 namespace qcc::cpu::internal {
 
@@ -137,7 +139,12 @@ bool RunAllocator::FitsInArena(int32_t index, uint64_t bytes) const {
   return it == state_->live_slices.begin() || std::prev(it)->second <= begin;
 }
 
-Tensor RunAllocator::Allocate(DType dtype, Dims dims) {
+int64_t RunAllocator::held() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->held;
+}
+
+absl::StatusOr<Tensor> RunAllocator::Allocate(DType dtype, Dims dims) {
   const uint64_t bytes =
       Tensor::StorageBytes(static_cast<size_t>(NumElements(dims)) * DTypeSize(dtype));
   RunState& s = *state_;
@@ -170,6 +177,10 @@ Tensor RunAllocator::Allocate(DType dtype, Dims dims) {
   uint8_t* p = in_arena ? layout_->arena.get() + layout_->offsets[index] : AllocateBlock(bytes);
   std::shared_ptr<uint8_t> storage(
       p, ReleaseStorage{state_, index, bytes, in_arena ? layout_->arena : nullptr});
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the system has no memory left for ", FormatBytes(bytes)));
+  }
   if (poison_) std::memset(p, 0xff, bytes);
   return Tensor(dtype, std::move(dims), std::move(storage));
 }

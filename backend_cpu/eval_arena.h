@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu {
@@ -39,8 +40,11 @@ struct RunState;
 class RunAllocator {
  public:
   ~RunAllocator();
-  /// Uninitialised storage for a tensor (0xff bytes when poisoning is on), 64-byte aligned.
-  Tensor Allocate(DType dtype, Dims dims);
+  /// Uninitialised storage for a tensor (0xff bytes when poisoning is on), 64-byte aligned;
+  /// ResourceExhausted when the system has no memory for it.
+  absl::StatusOr<Tensor> Allocate(DType dtype, Dims dims);
+  /// Bytes the run holds now: its arena and the live tensors allocated on their own.
+  int64_t held() const;
   /// The node the run is at: lifetimes are recorded in these steps.
   void SetStep(int32_t step);
 

@@ -10,6 +10,7 @@
 #include "backend_cpu/kernels/gemm.h"
 #include "ir/printer.h"
 #include "ir/shape_inference.h"
+#include "support/memory.h"
 #include "support/status.h"
 
 namespace qcc::cpu {
@@ -167,8 +168,21 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       const DType dt = upcast && IsReducedFloat(tt.dtype) ? DType::kFloat32 : tt.dtype;
       Dims dims = tt.StaticDims();
       const int reuse = i == 0 && entry.may_run_in_place ? in_place_input(*node, in, dt, dims) : -1;
-      out.push_back(reuse >= 0 ? Tensor(dt, std::move(dims), in[reuse].storage())
-                               : memory->Allocate(dt, std::move(dims)));
+      if (reuse >= 0) {
+        out.push_back(Tensor(dt, std::move(dims), in[reuse].storage()));
+        continue;
+      }
+      // Checked before allocating: a model may ask for any size (InferNode refused overflows).
+      const std::string what =
+          absl::StrCat("node '", node->name(), "' (", ir::OpName(node->kind()), "): output ", i,
+                       " ", DTypeName(dt), DimsToString(dims));
+      QCC_RETURN_IF_ERROR(CheckMemory(DenseBytes(dt, dims).value_or(UINT64_MAX),
+                                      static_cast<uint64_t>(memory->held()), options_.max_memory,
+                                      what));
+      absl::StatusOr<Tensor> t = memory->Allocate(dt, std::move(dims));
+      if (!t.ok())
+        return absl::ResourceExhaustedError(absl::StrCat(what, ": ", t.status().message()));
+      out.push_back(*std::move(t));
     }
     OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads,
                   options_.on_observe ? &options_.on_observe : nullptr};

@@ -24,6 +24,9 @@ struct EvalOptions {
   std::function<void(const ir::Value&, const Tensor&)> on_value;
   /// Receives the input of every Observe node (calibration); unset: Observe nodes do nothing.
   ObserveFn on_observe;
+  /// Bytes of node outputs a run may hold at once (support/memory.h); 0: the machine's memory.
+  /// A node whose output would pass it is a ResourceExhausted error naming the node and shape.
+  int64_t max_memory = 0;
 };
 
 /// Executes one graph. Does not own the graph, which must outlive it and stay unchanged.

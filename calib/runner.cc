@@ -175,6 +175,7 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
   std::vector<TensorStats> stats(names.size());
   cpu::EvalOptions eval_options;
   eval_options.num_threads = threads;
+  eval_options.max_memory = options.max_memory;
   eval_options.on_observe = [&](int64_t id, const Tensor& x) { AddValues(x, threads, stats[id]); };
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
                        cpu::Evaluator::Create(graph, eval_options));

@@ -35,6 +35,9 @@ struct RunnerOptions {
   int64_t batch = 16;
   /// Threads for the kernels and the statistics; 0: every core.
   int num_threads = 0;
+  /// Bytes of activations the fp32 model may hold at once (EvalOptions::max_memory); 0: the
+  /// machine's memory.
+  int64_t max_memory = 0;
   Device device = Device::kAuto;
   /// Called after every batch with the samples read so far (skipped ones included) and the
   /// dataset's size.

@@ -3,6 +3,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/shape_fns.h"
+#include "support/memory.h"
 #include "support/status.h"
 
 namespace qcc::ir {
@@ -27,6 +28,16 @@ absl::StatusOr<std::vector<TensorType>> InferNode(const Node& node, std::vector<
   InferContext ctx{node, std::move(inputs), std::move(values), {}, std::move(symbolic)};
   ctx.outputs.resize(node.num_outputs());
   QCC_RETURN_IF_ERROR(GetShapeFn(node.kind())(ctx));
+  // A shape no tensor can have: its size would overflow (Reshape/Expand/ConstantOfShape to
+  // [2^40, 2^40] in a hostile model).
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    const TensorType& t = ctx.outputs[i];
+    if (t.IsStatic() && !DenseBytes(DType::kInt8, t.StaticDims())) {
+      return ctx.Error(absl::StrCat("output ", i, " would have shape ",
+                                    DimsToString(t.StaticDims()),
+                                    ", more than 2^62 elements: no tensor can be that large"));
+    }
+  }
   return std::move(ctx.outputs);
 }
 

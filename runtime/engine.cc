@@ -13,6 +13,7 @@
 #include "runtime/step_exec.h"
 #include "runtime/steps.h"
 #include "support/float16.h"
+#include "support/memory.h"
 #include "support/status.h"
 
 namespace qcc::runtime {
@@ -72,7 +73,12 @@ absl::StatusOr<std::shared_ptr<const Engine>> Engine::Load(const std::string& pa
 absl::StatusOr<std::shared_ptr<const Engine>> Engine::CreateFrom(Plan plan, EngineOptions options,
                                                                  const std::string& source) {
   QCC_RETURN_IF_ERROR(ValidatePlan(plan, source));
+  // The manifest says how large an arena every context needs: refuse before anyone allocates it.
+  QCC_RETURN_IF_ERROR(
+      CheckMemory(plan.arena_bytes, 0, options.max_memory,
+                  absl::StrCat(source, ": the plan's arena at batch ", plan.batch_max)));
   std::shared_ptr<Engine> engine(new Engine);
+  engine->max_memory_ = options.max_memory;
   engine->plan_ = std::move(plan);
   const Plan& p = engine->plan_;
   int threads = options.num_threads;
@@ -215,6 +221,9 @@ absl::Status ExecutionContext::RunInto(absl::Span<const Tensor> inputs,
 absl::Status ExecutionContext::Reserve(std::shared_ptr<uint8_t>& storage, uint64_t& capacity,
                                        uint64_t bytes) {
   if (storage != nullptr && bytes <= capacity) return absl::OkStatus();
+  const uint64_t held = arena_capacity_ + scratch_capacity_ - capacity;
+  QCC_RETURN_IF_ERROR(
+      CheckMemory(bytes, held, engine_->max_memory_, "the execution context's memory"));
   storage = AllocateAligned(bytes);
   capacity = storage == nullptr ? 0 : bytes;
   if (storage == nullptr) {

@@ -35,6 +35,9 @@ class PreparedStep;
 struct EngineOptions {
   /// Kernel threads per step; 0 takes every core (std::thread::hardware_concurrency()).
   int num_threads = 0;
+  /// Bytes one execution context may hold (its arena at batch_max and the steps' scratch); 0:
+  /// the machine's memory (support/memory.h). Create refuses a plan whose arena passes it.
+  int64_t max_memory = 0;
 };
 
 /// A model input or output as callers see it.
@@ -92,6 +95,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   Plan plan_;
   int num_threads_ = 1;
+  int64_t max_memory_ = 0;
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<std::unique_ptr<PreparedStep>> steps_;
   std::vector<void*> weight_addresses_;  // by buffer id: a weight's bytes, else nullptr

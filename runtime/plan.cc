@@ -5,23 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "support/memory.h"
 
 namespace qcc::runtime {
 namespace {
 
 uint64_t AlignUp(uint64_t n) { return (n + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment; }
-
-// Element count times dtype size; nullopt on a negative extent or overflow past 2^62.
-std::optional<uint64_t> DenseBytes(DType dtype, absl::Span<const int64_t> dims) {
-  uint64_t bytes = DTypeSize(dtype);
-  for (int64_t d : dims) {
-    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
-      return std::nullopt;
-    }
-  }
-  if (bytes > (uint64_t{1} << 62)) return std::nullopt;
-  return bytes;
-}
 
 bool ValidName(absl::string_view name) {
   return name.size() <= kMaxPlanNameBytes && name.find('\0') == absl::string_view::npos;

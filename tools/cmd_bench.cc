@@ -150,8 +150,9 @@ absl::Status BenchCommand(const BenchOptions& opts) {
   std::unique_ptr<ir::Graph> graph;
   std::unique_ptr<cpu::Evaluator> evaluator;
   std::unique_ptr<PlanSession> session;
+  QCC_ASSIGN_OR_RETURN(const int64_t max_memory, ParseMaxMemory(opts.max_memory));
   if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
-    QCC_ASSIGN_OR_RETURN(session, PlanSession::Open(opts.model, opts.device, threads));
+    QCC_ASSIGN_OR_RETURN(session, PlanSession::Open(opts.model, opts.device, threads, max_memory));
     const runtime::Engine* engine = &session->engine();
     const int64_t batch = opts.batch > 0 ? opts.batch : engine->batch_min();
     for (const runtime::TensorInfo& in : engine->inputs()) {
@@ -166,6 +167,7 @@ absl::Status BenchCommand(const BenchOptions& opts) {
     QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
     cpu::EvalOptions eval_options;
     eval_options.num_threads = threads;
+    eval_options.max_memory = max_memory;
     QCC_ASSIGN_OR_RETURN(evaluator, cpu::Evaluator::Create(*graph, eval_options));
     QCC_ASSIGN_OR_RETURN(shapes, InputShapes(*graph, opts));
     for (const ir::Value* v : graph->inputs()) inputs.emplace_back(v->name(), v->dtype());

@@ -166,6 +166,7 @@ absl::Status CalibrateCommand(const CalibrateOptions& options) {
   calib::RunnerOptions run_options;
   run_options.batch = options.batch;
   run_options.num_threads = threads;
+  QCC_ASSIGN_OR_RETURN(run_options.max_memory, ParseMaxMemory(options.max_memory));
   run_options.device = device;
   run_options.on_progress = [&](int64_t done, int64_t total) { progress.Update(done, total); };
   const auto start = std::chrono::steady_clock::now();

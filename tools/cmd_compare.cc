@@ -212,8 +212,9 @@ absl::Status CompareCommand(const CompareOptions& options) {
     return absl::InvalidArgumentError(
         "--per-layer reads every step's output on the CPU runtime: use it with --device cpu");
   }
+  QCC_ASSIGN_OR_RETURN(const int64_t max_memory, ParseMaxMemory(options.max_memory));
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<PlanSession> session,
-                       PlanSession::Open(options.plan, options.device, threads));
+                       PlanSession::Open(options.plan, options.device, threads, max_memory));
   const runtime::Engine* engine = &session->engine();
   const auto& meta = engine->plan().metadata;
   if (auto it = meta.find("fingerprint");
@@ -235,6 +236,7 @@ absl::Status CompareCommand(const CompareOptions& options) {
   PerLayer per_layer(engine->plan());
   cpu::EvalOptions eval_options;
   eval_options.num_threads = threads;
+  eval_options.max_memory = max_memory;
   if (options.per_layer) {
     eval_options.on_value = [&](const ir::Value& v, const Tensor& t) { per_layer.OnFp32(v, t); };
   }

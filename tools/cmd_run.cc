@@ -198,8 +198,10 @@ absl::Status RunCommand(const RunOptions& opts) {
   std::unique_ptr<ir::Graph> graph;
   std::unique_ptr<cpu::Evaluator> evaluator;
   std::unique_ptr<PlanSession> session;
+  QCC_ASSIGN_OR_RETURN(const int64_t max_memory, ParseMaxMemory(opts.max_memory));
   if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
-    QCC_ASSIGN_OR_RETURN(session, PlanSession::Open(opts.model, opts.device, opts.threads));
+    QCC_ASSIGN_OR_RETURN(session,
+                         PlanSession::Open(opts.model, opts.device, opts.threads, max_memory));
     const runtime::Engine* engine = &session->engine();
     for (const runtime::TensorInfo& in : engine->inputs()) {
       std::vector<std::string> dims;
@@ -213,6 +215,7 @@ absl::Status RunCommand(const RunOptions& opts) {
     QCC_ASSIGN_OR_RETURN(graph, LoadModel(opts.model));
     cpu::EvalOptions eval_options;
     eval_options.num_threads = opts.threads;
+    eval_options.max_memory = max_memory;
     QCC_ASSIGN_OR_RETURN(evaluator, cpu::Evaluator::Create(*graph, eval_options));
     for (const ir::Value* v : graph->inputs()) {
       inputs.push_back({v->name(), ir::TypeToString(*graph, v->type())});

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string test_data;            // an ONNX test_data_set_N folder (input_K.pb, output_K.pb)
   std::string output_dir;           // where output_K.pb go; nothing is written when empty
   int threads = 0;                  // 0: every core
+  std::string max_memory;           // --max-memory: "8G", "512M" (empty: the machine's memory)
   std::string device = "cpu";       // a plan's device: cpu, cuda or auto
 };
 
@@ -46,6 +47,7 @@ struct CalibrateOptions {
   std::string method = "mse";
   std::string device = "auto";
   int threads = 0;
+  std::string max_memory;          // --max-memory: "8G", "512M" (empty: the machine's memory)
   std::vector<std::string> merge;  // tables to combine into `output` instead of calibrating
 };
 
@@ -84,6 +86,7 @@ struct CompareOptions {
   std::string shard;  // "i/N": every N-th sample from the i-th on (empty: all)
   int64_t batch = 32;
   int threads = 0;
+  std::string max_memory;      // --max-memory: "8G", "512M" (empty: the machine's memory)
   std::string device = "cpu";  // the plan's device: cpu, cuda or auto (fp32 always on the CPU)
 };
 
@@ -110,6 +113,7 @@ struct BenchOptions {
   std::string model;
   int batch = 0;  // 0: not given (1 for a dynamic batch)
   int threads = 0;
+  std::string max_memory;  // --max-memory: "8G", "512M" (empty: the machine's memory)
   int warmup = 3;
   int iters = 20;
   std::vector<std::string> shapes;  // "NAME=D0,D1,..." for inputs with other dynamic extents

@@ -135,6 +135,11 @@ int Main(int argc, char** argv) {
       ->add_option("--output-dir", run.output_dir, "Folder for output_K.pb (created when missing)")
       ->type_name("DIR");
   run_cmd->add_option("--device", run.device, "a plan's device: cpu, cuda or auto (default cpu)");
+  run_cmd
+      ->add_option("--max-memory", run.max_memory,
+                   "Most memory the model's tensors may take at once, e.g. 8G or 512M (default: "
+                   "the machine's memory); a model asking for more is an error, not a crash")
+      ->type_name("BYTES");
   run_cmd->add_option("--threads", run.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
 
@@ -169,6 +174,11 @@ int Main(int argc, char** argv) {
       ->type_name("METHOD");
   calibrate_cmd->add_option("--device", calibrate.device, "auto, cpu or cuda (default auto)")
       ->type_name("DEVICE");
+  calibrate_cmd
+      ->add_option("--max-memory", calibrate.max_memory,
+                   "Most memory the model's tensors may take at once, e.g. 8G or 512M (default: "
+                   "the machine's memory); a model asking for more is an error, not a crash")
+      ->type_name("BYTES");
   calibrate_cmd->add_option("--threads", calibrate.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
   calibrate_cmd
@@ -259,6 +269,11 @@ int Main(int argc, char** argv) {
   compare_cmd->add_option(
       "--device", compare.device,
       "the plan's device: cpu, cuda or auto (default cpu; fp32 runs on the CPU)");
+  compare_cmd
+      ->add_option("--max-memory", compare.max_memory,
+                   "Most memory the model's tensors may take at once, e.g. 8G or 512M (default: "
+                   "the machine's memory); a model asking for more is an error, not a crash")
+      ->type_name("BYTES");
   compare_cmd->add_option("--threads", compare.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
 
@@ -283,6 +298,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   bench_cmd->add_option("--device", bench.device,
                         "a plan's device: cpu, cuda or auto (default cpu)");
+  bench_cmd
+      ->add_option("--max-memory", bench.max_memory,
+                   "Most memory the model's tensors may take at once, e.g. 8G or 512M (default: "
+                   "the machine's memory); a model asking for more is an error, not a crash")
+      ->type_name("BYTES");
   bench_cmd->add_option("--threads", bench.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first")

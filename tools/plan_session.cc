@@ -24,12 +24,13 @@ PlanSession::~PlanSession() = default;
 
 absl::StatusOr<std::unique_ptr<PlanSession>> PlanSession::Open(const std::string& path,
                                                                absl::string_view device,
-                                                               int threads) {
+                                                               int threads, int64_t max_memory) {
   std::unique_ptr<PlanSession> session(new PlanSession);
   QCC_ASSIGN_OR_RETURN(session->device_, ResolveDevice(device));
   if (session->device_ == "cpu") {
     runtime::EngineOptions options;
     options.num_threads = threads;
+    options.max_memory = max_memory;
     QCC_ASSIGN_OR_RETURN(session->engine_, runtime::Engine::Load(path, options));
     session->cpu_context_ = session->engine_->CreateContext();
     return session;

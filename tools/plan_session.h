@@ -23,10 +23,12 @@ absl::StatusOr<std::string> ResolveDevice(absl::string_view text);
 class PlanSession {
  public:
   /// Loads the plan at `path` and prepares it on `device` (cpu, cuda or auto), with `threads`
-  /// CPU kernel threads. A cuda device that is missing, or a qcc built without CUDA, is a
-  /// FailedPrecondition that says to use --device cpu.
+  /// CPU kernel threads and at most `max_memory` bytes of context memory (0: the machine's). A
+  /// cuda device that is missing, or a qcc built without CUDA, is a FailedPrecondition that says
+  /// to use --device cpu.
   static absl::StatusOr<std::unique_ptr<PlanSession>> Open(const std::string& path,
-                                                           absl::string_view device, int threads);
+                                                           absl::string_view device, int threads,
+                                                           int64_t max_memory = 0);
   ~PlanSession();
 
   /// The CPU engine (always prepared: it validates the plan and describes its inputs/outputs).

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_proto.h"
+#include "support/memory.h"
 #include "support/npy.h"
 
 namespace qcc::tools {
@@ -106,6 +107,11 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitNameValue(absl::string_
         absl::StrCat(flag, " '", arg, "': expected NAME=VALUE, e.g. ", flag, " input=x.npy"));
   }
   return std::make_pair(std::string(arg.substr(0, eq)), std::string(arg.substr(eq + 1)));
+}
+
+absl::StatusOr<int64_t> ParseMaxMemory(const std::string& text) {
+  if (text.empty()) return 0;
+  return ParseByteSize(text, "--max-memory");
 }
 
 absl::Status ParseShard(absl::string_view text, int* index, int* count) {

@@ -40,6 +40,9 @@ absl::StatusOr<Tensor> ReadTensorFile(const std::string& path);
 absl::StatusOr<std::pair<std::string, std::string>> SplitNameValue(absl::string_view arg,
                                                                    absl::string_view flag);
 
+/// --max-memory: 0 (the machine's memory) when empty, else ParseByteSize's bytes.
+absl::StatusOr<int64_t> ParseMaxMemory(const std::string& text);
+
 /// Parses --shard "i/N" (0 <= i < N): every N-th sample from the i-th on.
 absl::Status ParseShard(absl::string_view text, int* index, int* count);
 

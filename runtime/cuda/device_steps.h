@@ -28,6 +28,7 @@
 #include "runtime/cuda/device_launch.h"
 #include "runtime/plan.h"
 #include "runtime/steps.h"
+#include "support/memory.h"
 #include "support/status.h"
 #include "support/tensor.h"
 
@@ -40,8 +41,8 @@ namespace qcc::runtime::cuda_exec {
 absl::Status CudaStatus(cudaError_t e, absl::string_view call);
 /// The same for cuBLASLt: "<call> failed: CUBLAS_STATUS_...".
 absl::Status CublasStatus(cublasStatus_t s, absl::string_view call);
-/// "1.2 MiB", "512 B".
-std::string FormatBytes(uint64_t bytes);
+/// "1.2 MiB", "512 B" (support/memory.h).
+using qcc::FormatBytes;
 
 // ---- Device memory ----
 

@@ -12,19 +12,6 @@
 
 namespace qcc::runtime::cuda_exec {
 
-std::string FormatBytes(uint64_t bytes) {
-  char buf[32];
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  if (bytes < (uint64_t{1} << 20)) {
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
-  } else if (bytes < (uint64_t{1} << 30)) {
-    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / 1073741824.0);
-  }
-  return buf;
-}
-
 absl::Status CudaStatus(cudaError_t e, absl::string_view call) {
   if (e == cudaSuccess) return absl::OkStatus();
   const std::string message =

@@ -172,5 +172,28 @@ TEST(EvaluatorMemoryTest, NewInputShapesRecordAgain) {
   }
 }
 
+TEST(EvaluatorMemoryTest, AnOutputPastTheMemoryLimitIsAnErrorNamingTheNode) {
+  // y7 and y8 are live together at 68 KiB: a 64 KiB limit stops at y8, before allocating it.
+  ir::Graph g;
+  BuildPadChain(g);
+  cpu::EvalOptions options;
+  options.max_memory = 64 * kKiB;
+  auto evaluator = cpu::Evaluator::Create(g, options);
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
+  absl::StatusOr<std::vector<Tensor>> out = (*evaluator)->Run({Ramp()});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(out.status().message().find("node 'y8' (Pad): output 0 f32[9216] needs 36.0 KiB"),
+            std::string::npos)
+      << out.status();
+  EXPECT_NE(out.status().message().find("memory limit of 64.0 KiB"), std::string::npos)
+      << out.status();
+  // With the live peak allowed, the same graph runs.
+  options.max_memory = kLivePeak;
+  evaluator = cpu::Evaluator::Create(g, options);
+  ASSERT_TRUE(evaluator.ok());
+  ASSERT_TRUE((*evaluator)->Run({Ramp()}).ok());
+}
+
 }  // namespace
 }  // namespace qcc::testing

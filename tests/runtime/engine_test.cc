@@ -304,6 +304,25 @@ TEST(EngineTest, MutatedParametersAreRefusedOrRunSafely) {
   EXPECT_GT(ran, 100);
 }
 
+TEST(EngineTest, APlanWhoseArenaPassesTheMemoryLimitIsRefusedAtCreate) {
+  // A manifest may claim any arena: a 1 TiB one is refused before a context allocates it, with
+  // the size and the limit (by default the machine's memory).
+  Plan plan = MakeInt8Network();
+  plan.arena_bytes = uint64_t{1} << 40;
+  absl::StatusOr<std::shared_ptr<const Engine>> engine = Engine::Create(plan, EngineOptions{1});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(engine.status().message().find("the plan's arena at batch"), std::string::npos)
+      << engine.status();
+  EXPECT_NE(engine.status().message().find("needs 1.00 TiB"), std::string::npos) << engine.status();
+  // The real arena under a limit below it, and above it.
+  Plan small = MakeInt8Network();
+  EngineOptions tight{1, static_cast<int64_t>(small.arena_bytes) - 1};
+  EXPECT_EQ(Engine::Create(small, tight).status().code(), absl::StatusCode::kResourceExhausted);
+  EngineOptions enough{1, static_cast<int64_t>(small.arena_bytes) + (1 << 20)};
+  EXPECT_TRUE(Engine::Create(small, enough).ok());
+}
+
 TEST(EngineTest, AnInvalidPlanIsRefusedBeforePreparing) {
   Plan plan = MakeInt8Network();
   plan.steps[2].outputs = {0};  // writes the input buffer
