@@ -211,6 +211,41 @@ TEST(CalibDataset, UndecodableImageIsSkippedNamedAndCounted) {
   EXPECT_NE(warnings[0].find(dir + "/1.png"), std::string::npos) << warnings[0];
 }
 
+// Issue 16's calibration faults: a zero-byte image, a directory named like an image, an image
+// deleted after the folder was listed (skipped with a warning naming it), and a tensor file
+// deleted the same way (an error naming it: a tensor cannot be skipped silently).
+TEST(CalibDataset, FaultsInTheFolderAreSkippedNamedOrClearErrors) {
+  const std::string dir = TempDir();
+  WriteGreyPng(dir + "/0.png", 5);
+  std::ofstream(dir + "/1.jpg");           // zero bytes
+  fs::create_directories(dir + "/2.png");  // a directory named like an image, empty
+  WriteGreyPng(dir + "/3.png", 7);
+  WriteGreyPng(dir + "/4.png", 9);
+  std::vector<std::string> warnings;
+  std::unique_ptr<Dataset> ds = OpenOk(dir, {GreyInput()}, GreyOptions(&warnings));
+  ASSERT_TRUE(ds);
+  EXPECT_EQ(ds->size(), 4);    // the directory is no sample
+  fs::remove(dir + "/3.png");  // deleted while calibration runs
+  EXPECT_EQ(ReadAll(*ds), (std::vector<float>{5, 9}));
+  EXPECT_EQ(ds->skipped_files(), (std::vector<std::string>{dir + "/1.jpg", dir + "/3.png"}));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find(dir + "/1.jpg"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find(dir + "/3.png"), std::string::npos) << warnings[1];
+
+  const std::string npy_dir = TempDir();
+  Tensor t(DType::kFloat32, {1, 1, 2, 2});
+  ASSERT_TRUE(WriteNpy(npy_dir + "/0.npy", t).ok());
+  ASSERT_TRUE(WriteNpy(npy_dir + "/1.npy", t).ok());
+  std::unique_ptr<Dataset> tensors = OpenOk(npy_dir, {GreyInput()}, GreyOptions());
+  ASSERT_TRUE(tensors);
+  fs::remove(npy_dir + "/1.npy");
+  Sample sample;
+  ASSERT_TRUE(tensors->Next(&sample).value());
+  absl::StatusOr<bool> gone = tensors->Next(&sample);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.status().message().find(npy_dir + "/1.npy"), std::string::npos) << gone.status();
+}
+
 TEST(CalibDataset, AllImagesBadIsAnError) {
   const std::string dir = TempDir();
   std::ofstream(dir + "/0.jpg") << "x";

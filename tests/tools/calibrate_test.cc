@@ -193,6 +193,42 @@ TEST_F(CalibrateTest, UndecodableImagesAreSkippedNamedAndCounted) {
   EXPECT_FALSE(fs::exists(Path("bad.json")));
 }
 
+TEST_F(CalibrateTest, AFolderOfFaultsCalibratesOnWhatIsGoodOrFailsWritingNothing) {
+  // Issue 16: a corrupt image, a zero-byte one, a directory named like an image and an image of
+  // another size among good photos. With the DATA.md resize and crop the odd size is a fine
+  // sample; the other two files are skipped with a warning naming each.
+  fs::create_directories(Path("mixed/cat/dir.jpg"));
+  for (const char* f : {"0000.jpg", "0001.jpg", "0002.jpg"}) {
+    fs::copy_file(Cifar() + "/cat/" + f, Path(std::string("mixed/cat/") + f));
+  }
+  const std::string good = ReadWholeFile(Cifar() + "/cat/0000.jpg");
+  WriteBytes("mixed/cat/corrupt.jpg", good.substr(0, good.size() / 3));
+  WriteBytes("mixed/cat/zero.jpg", "");
+  fs::copy_file(
+      std::string(QCC_SHARED_DIR) + "/data/imagenet-val-sample/" +
+          fs::directory_iterator(std::string(QCC_SHARED_DIR) + "/data/imagenet-val-sample")
+              ->path()
+              .filename()
+              .string(),
+      Path("mixed/cat/large.jpg"));
+  const QccResult r = CalibrateCifarFolder(Path("mixed"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("corrupt.jpg"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("zero.jpg"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("dir.jpg"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("calibrated 4 samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped 2 images"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(Path("t.json")));
+
+  // Without a resize the odd size is a one-line error naming the file, and nothing is written.
+  const QccResult raw =
+      Qcc({"calibrate", Resnet20(), Path("mixed"), "-o", Path("raw.json"), "--scale", "0.0039"});
+  EXPECT_EQ(raw.exit_code, 1);
+  EXPECT_NE(raw.err.find("large.jpg"), std::string::npos) << raw.err;
+  EXPECT_FALSE(fs::exists(Path("raw.json")));
+  for (const std::string& f : FilesIn("")) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+}
+
 TEST_F(CalibrateTest, WrongChannelCountIsAnErrorBeforeInference) {
   // MNIST digits decoded as grey images into the 3-channel ResNet-20.
   fs::create_directories(Path("digits"));
