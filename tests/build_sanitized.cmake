@@ -1,18 +1,20 @@
-# Configures and builds TARGETS ('|'-separated) with AddressSanitizer and UndefinedBehaviorSanitizer
-# in a build folder of their own (ctest asan_build, the fixture of the *_asan tests, label slow).
-# Arguments: -DSOURCE_DIR=<repo> -DBINARY_DIR=<folder for the ASan build> -DSHARED_DIR=<shared>
-#            -DTARGETS=<target|target|...>
+# Configures and builds TARGETS ('|'-separated) with a sanitizer in a build folder of their own:
+# SANITIZER=ASAN (AddressSanitizer and UndefinedBehaviorSanitizer; ctest asan_build) or TSAN
+# (ThreadSanitizer; ctest tsan_build). The fixtures of the *_asan and *_tsan tests, label slow.
+# Arguments: -DSOURCE_DIR=<repo> -DBINARY_DIR=<build folder> -DSHARED_DIR=<shared>
+#            -DTARGETS=<target|target|...> -DSANITIZER=ASAN|TSAN
 string(REPLACE "|" ";" targets "${TARGETS}")
+string(TOLOWER "${SANITIZER}" name)
 foreach(step configure build)
   if(step STREQUAL "configure")
-    set(cmd ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BINARY_DIR} -DQCC_ASAN=ON
+    set(cmd ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BINARY_DIR} -DQCC_${SANITIZER}=ON
             -DQCC_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQCC_SHARED_DIR=${SHARED_DIR})
   else()
     set(cmd ${CMAKE_COMMAND} --build ${BINARY_DIR} --target ${targets} -j 2)
   endif()
   execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "asan_build: ${step} failed (${rc}):\n${out}\n${err}")
+    message(FATAL_ERROR "${name}_build: ${step} failed (${rc}):\n${out}\n${err}")
   endif()
 endforeach()
-message(STATUS "asan_build: built ${targets} with ASan+UBSan in ${BINARY_DIR}")
+message(STATUS "${name}_build: built ${targets} with ${SANITIZER} in ${BINARY_DIR}")
