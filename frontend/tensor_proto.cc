@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -87,46 +88,50 @@ absl::Status CountMismatch(const onnx::TensorProto& proto, absl::string_view whe
                    " need ", want));
 }
 
-absl::Status FromTypedField(const onnx::TensorProto& proto, Tensor& t) {
+/// The number of elements in the typed field that holds `dtype`, and the field's name.
+std::pair<int64_t, const char*> TypedFieldCount(const onnx::TensorProto& proto, DType dtype) {
+  switch (FieldFor(dtype)) {
+    case TypedField::kFloat:
+      return {proto.float_data_size(), "float_data"};
+    case TypedField::kInt32:
+      return {proto.int32_data_size(), "int32_data"};
+    case TypedField::kInt64:
+      return {proto.int64_data_size(), "int64_data"};
+    case TypedField::kDouble:
+      return {proto.double_data_size(), "double_data"};
+    case TypedField::kUInt64:
+      return {proto.uint64_data_size(), "uint64_data"};
+  }
+  return {proto.int32_data_size(), "int32_data"};
+}
+
+/// Copies the typed field into `t`; its count was checked against t.numel().
+void FromTypedField(const onnx::TensorProto& proto, Tensor& t) {
   const int64_t n = t.numel();
   switch (FieldFor(t.dtype())) {
     case TypedField::kFloat:
-      if (proto.float_data_size() != n) {
-        return CountMismatch(proto, "float_data", proto.float_data_size(), n);
-      }
-      CopyNarrowing(proto.float_data().data(), n, t);
-      return absl::OkStatus();
+      return CopyNarrowing(proto.float_data().data(), n, t);
     case TypedField::kInt32:
-      if (proto.int32_data_size() != n) {
-        return CountMismatch(proto, "int32_data", proto.int32_data_size(), n);
-      }
-      CopyNarrowing(proto.int32_data().data(), n, t);
-      return absl::OkStatus();
+      return CopyNarrowing(proto.int32_data().data(), n, t);
     case TypedField::kInt64:
-      if (proto.int64_data_size() != n) {
-        return CountMismatch(proto, "int64_data", proto.int64_data_size(), n);
-      }
-      CopyNarrowing(proto.int64_data().data(), n, t);
-      return absl::OkStatus();
+      return CopyNarrowing(proto.int64_data().data(), n, t);
     case TypedField::kDouble:
-      if (proto.double_data_size() != n) {
-        return CountMismatch(proto, "double_data", proto.double_data_size(), n);
-      }
-      CopyNarrowing(proto.double_data().data(), n, t);
-      return absl::OkStatus();
+      return CopyNarrowing(proto.double_data().data(), n, t);
     case TypedField::kUInt64:
-      if (proto.uint64_data_size() != n) {
-        return CountMismatch(proto, "uint64_data", proto.uint64_data_size(), n);
-      }
-      CopyNarrowing(proto.uint64_data().data(), n, t);
-      return absl::OkStatus();
+      return CopyNarrowing(proto.uint64_data().data(), n, t);
   }
-  return absl::OkStatus();
 }
 
-/// Reads `nbytes` at the offset the external_data entries give, from a file under `base_dir`.
-absl::Status FromExternalData(const onnx::TensorProto& proto, const std::string& base_dir,
-                              Tensor& t) {
+/// Where a tensor's external data lies: checked to exist and to hold its bytes.
+struct ExternalSpan {
+  std::string path;
+  int64_t offset = 0;
+};
+
+/// The file and offset the external_data entries give, under `base_dir`, checked to hold `nbytes`
+/// there (before anything is allocated for them).
+absl::StatusOr<ExternalSpan> FindExternalData(const onnx::TensorProto& proto,
+                                              const std::string& base_dir, int64_t nbytes) {
   std::string location;
   int64_t offset = 0;
   int64_t length = -1;
@@ -158,15 +163,13 @@ absl::Status FromExternalData(const onnx::TensorProto& proto, const std::string&
                      "' must be a relative path inside the model's folder"));
   }
   const std::string path = base_dir.empty() ? location : absl::StrCat(base_dir, "/", location);
-  const int64_t nbytes = static_cast<int64_t>(t.nbytes());
   if (length >= 0 && length != nbytes) {
     return absl::InvalidArgumentError(absl::StrCat(TensorLabel(proto), ": external data length ",
                                                    length, " in '", path, "' differs from the ",
                                                    nbytes, " bytes its dims and type need"));
   }
-  std::ifstream in(path, std::ios::binary);
   struct stat st;
-  if (!in || stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(TensorLabel(proto),
                                                    ": cannot open external data file '", path,
                                                    "'; keep it next to the model"));
@@ -176,8 +179,17 @@ absl::Status FromExternalData(const onnx::TensorProto& proto, const std::string&
         absl::StrCat(TensorLabel(proto), ": external data file '", path, "' has ", st.st_size,
                      " bytes, too few for ", nbytes, " bytes at offset ", offset));
   }
-  in.seekg(offset);
-  in.read(static_cast<char*>(t.raw()), nbytes);
+  return ExternalSpan{path, offset};
+}
+
+/// Reads t.nbytes() from `span` into `t`.
+absl::Status FromExternalData(const onnx::TensorProto& proto, const ExternalSpan& span, Tensor& t) {
+  const std::string& path = span.path;
+  std::ifstream in(path, std::ios::binary);
+  if (in) {
+    in.seekg(span.offset);
+    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+  }
   if (!in) {
     return absl::InvalidArgumentError(
         absl::StrCat(TensorLabel(proto), ": failed to read external data file '", path, "'"));
@@ -291,20 +303,27 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto,
   }
   const int64_t nbytes = numel * static_cast<int64_t>(DTypeSize(*dtype));
   const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
-  if (!external && proto.has_raw_data() &&
-      static_cast<int64_t>(proto.raw_data().size()) != nbytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        TensorLabel(proto), ": raw_data holds ", proto.raw_data().size(), " bytes but its dims ",
-        DimsToString(dims), " and type ", DTypeName(*dtype), " need ", nbytes));
+  // Every size is checked against what the file holds before the tensor is allocated.
+  ExternalSpan span;
+  if (external) {
+    QCC_ASSIGN_OR_RETURN(span, FindExternalData(proto, base_dir, nbytes));
+  } else if (proto.has_raw_data()) {
+    if (static_cast<int64_t>(proto.raw_data().size()) != nbytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          TensorLabel(proto), ": raw_data holds ", proto.raw_data().size(), " bytes but its dims ",
+          DimsToString(dims), " and type ", DTypeName(*dtype), " need ", nbytes));
+    }
+  } else if (const auto [count, field] = TypedFieldCount(proto, *dtype); count != numel) {
+    return CountMismatch(proto, field, count, numel);
   }
   Tensor t(*dtype, std::move(dims));
   if (external) {
-    QCC_RETURN_IF_ERROR(FromExternalData(proto, base_dir, t));
+    QCC_RETURN_IF_ERROR(FromExternalData(proto, span, t));
   } else if (proto.has_raw_data()) {
     // ONNX stores raw_data little-endian, which is the host order on every target qcc supports.
     if (nbytes > 0) memcpy(t.raw(), proto.raw_data().data(), nbytes);
   } else {
-    QCC_RETURN_IF_ERROR(FromTypedField(proto, t));
+    FromTypedField(proto, t);
   }
   return t;
 }

@@ -216,6 +216,24 @@ TEST(FrontendTensorProto, SizeMismatchNamesTheTensor) {
   auto huge = Proto("huge", onnx::TensorProto::FLOAT, {1 << 30, 1 << 30});
   huge.set_raw_data(std::string(4, '\0'));
   EXPECT_EQ(TensorFromProto(huge, "").status().code(), absl::StatusCode::kInvalidArgument);
+  // 2^35 floats (128 GiB) claimed by the dims, held by neither a typed field nor an external
+  // file: refused before the tensor is allocated (found by the tensor_file fuzzer, which asked
+  // for 2.3 GB this way).
+  auto claimed = Proto("claimed", onnx::TensorProto::FLOAT, {1 << 20, 1 << 15});
+  claimed.add_float_data(1.0f);
+  auto c = TensorFromProto(claimed, "");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().ToString(), HasSubstr("float_data holds 1 elements"));
+  const std::string dir = MakeTempDir();
+  WriteBytes(dir + "/small.bin", std::string(16, '\0'));
+  claimed.clear_float_data();
+  claimed.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = claimed.add_external_data();
+  location->set_key("location");
+  location->set_value("small.bin");
+  auto e = TensorFromProto(claimed, dir);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(e.status().ToString(), HasSubstr("too few for 137438953472 bytes"));
 }
 
 TEST(FrontendTensorProto, StringAndComplexAreUnimplemented) {
