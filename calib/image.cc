@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <memory>
+#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -12,23 +15,47 @@
 namespace qcc::calib {
 
 absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read image '", path, "'"));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("cannot read image '", path, "'"));
+  return DecodeImage(bytes.str(), channels, path);
+}
+
+absl::StatusOr<Image> DecodeImage(absl::string_view bytes, int channels, absl::string_view source) {
   if (channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("images decode to 1 or 3 channels, not ", channels));
   }
+  auto failure = [&](absl::string_view reason) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot decode image '", source, "': ", reason));
+  };
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return failure("the file is larger than 2 GiB");
+  }
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int size = static_cast<int>(bytes.size());
   int width = 0, height = 0, in_file = 0;
-  std::unique_ptr<stbi_uc, void (*)(void*)> data(
-      stbi_load(path.c_str(), &width, &height, &in_file, channels), stbi_image_free);
-  if (data == nullptr) {
+  if (!stbi_info_from_memory(data, size, &width, &height, &in_file)) {
     const char* reason = stbi_failure_reason();
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot decode image '", path, "': ", reason ? reason : "unknown error"));
+    return failure(reason ? reason : "unknown image type");
+  }
+  if (static_cast<int64_t>(width) * height > kMaxImagePixels) {
+    return failure(absl::StrCat("its header claims ", width, " x ", height,
+                                " pixels, more than the 2^27 an image may have"));
+  }
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(data, size, &width, &height, &in_file, channels), stbi_image_free);
+  if (pixels == nullptr) {
+    const char* reason = stbi_failure_reason();
+    return failure(reason ? reason : "unknown error");
   }
   Image image;
   image.height = height;
   image.width = width;
   image.channels = channels;
-  image.pixels.assign(data.get(), data.get() + static_cast<size_t>(width) * height * channels);
+  image.pixels.assign(pixels.get(), pixels.get() + static_cast<size_t>(width) * height * channels);
   return image;
 }
 

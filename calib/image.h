@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace qcc::calib {
 
@@ -23,11 +24,19 @@ struct Image {
   }
 };
 
+/// The most pixels an image may have (2^27, e.g. 16384 x 8192): a header claiming more is refused
+/// before anything is allocated for it (a hostile PNG can claim 65535 x 65535).
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 27;
+
 /// Decodes a JPEG or PNG file (or anything else stb_image reads) into `channels` channels:
 /// 3 gives RGB (grey images are replicated, alpha is dropped), 1 gives grey (stb_image's luma:
 /// (77 R + 150 G + 29 B) >> 8 for PNG, the decoded Y plane for JPEG). InvalidArgument naming the
-/// file and the decoder's reason when the file cannot be read or decoded.
+/// file and the decoder's reason when the file cannot be read or decoded, or is larger than
+/// kMaxImagePixels.
 absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels);
+
+/// The same for the bytes of an image file; `source` names it in errors.
+absl::StatusOr<Image> DecodeImage(absl::string_view bytes, int channels, absl::string_view source);
 
 /// Resizes to out_height x out_width with bilinear interpolation on half-pixel centres
 /// (src = (dst + 0.5) * in / out - 0.5, clamped to the edge; no antialiasing when shrinking),

@@ -1,6 +1,7 @@
 # Configures and builds TARGETS ('|'-separated) with a sanitizer in a build folder of their own:
-# SANITIZER=ASAN (AddressSanitizer and UndefinedBehaviorSanitizer; ctest asan_build) or TSAN
-# (ThreadSanitizer; ctest tsan_build). The fixtures of the *_asan and *_tsan tests, label slow.
+# SANITIZER=ASAN (AddressSanitizer and UndefinedBehaviorSanitizer, with clang and the libFuzzer
+# targets; ctest asan_build) or TSAN (ThreadSanitizer, gcc; ctest tsan_build). The fixtures of
+# the *_asan, fuzz_* and *_tsan tests.
 # Arguments: -DSOURCE_DIR=<repo> -DBINARY_DIR=<build folder> -DSHARED_DIR=<shared>
 #            -DTARGETS=<target|target|...> -DSANITIZER=ASAN|TSAN
 string(REPLACE "|" ";" targets "${TARGETS}")
@@ -9,6 +10,10 @@ foreach(step configure build)
   if(step STREQUAL "configure")
     set(cmd ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BINARY_DIR} -DQCC_${SANITIZER}=ON
             -DQCC_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQCC_SHARED_DIR=${SHARED_DIR})
+    if(SANITIZER STREQUAL "ASAN")
+      # clang, so that the same build also gives the libFuzzer targets (fuzz/CMakeLists.txt).
+      list(APPEND cmd -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DQCC_FUZZ=ON)
+    endif()
   else()
     set(cmd ${CMAKE_COMMAND} --build ${BINARY_DIR} --target ${targets} -j 2)
   endif()

@@ -85,6 +85,28 @@ TEST(CalibDataImage, UndecodableFileIsNamed) {
   EXPECT_FALSE(DecodeImageFile(TempDir() + "/missing.png", 3).ok());
 }
 
+TEST(CalibDataImage, HeaderClaimingTooManyPixelsIsRefusedBeforeDecoding) {
+  // A real 2x2 PNG whose IHDR (bytes 16..23, big-endian width and height) is rewritten to claim
+  // 16384 x 16384 (268 M pixels, 805 MB as RGB; under stb_image's own 1 GiB limit): refused from
+  // the header alone.
+  std::string png;
+  ASSERT_TRUE(stbi_write_png_to_func(
+      [](void* context, void* data, int size) {
+        static_cast<std::string*>(context)->append(static_cast<const char*>(data), size);
+      },
+      &png, 2, 2, 3, kRgb2x2.data(), 2 * 3));
+  absl::StatusOr<Image> small = DecodeImage(png, 3, "small.png");
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->width, 2);
+  ASSERT_GT(png.size(), 24u);
+  for (int i = 16; i < 24; ++i) png[i] = (i % 4 == 2) ? '\x40' : '\0';
+  absl::StatusOr<Image> bomb = DecodeImage(png, 3, "bomb.png");
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(bomb.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bomb.status().message().find("bomb.png"), std::string::npos) << bomb.status();
+  EXPECT_NE(bomb.status().message().find("16384 x 16384"), std::string::npos) << bomb.status();
+}
+
 TEST(CalibDataImage, BilinearUpscaleHalfPixelCentres) {
   // 2 -> 3: source positions (d + 0.5) * 2/3 - 0.5 = -1/6 (clamped to 0), 0.5, 7/6 (clamped to 1).
   const Image in = MakeImage(2, 2, 1, {0, 100, 200, 40});
