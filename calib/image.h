@@ -28,11 +28,12 @@ struct Image {
 /// before anything is allocated for it (a hostile PNG can claim 65535 x 65535).
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 27;
 
-/// Decodes a JPEG or PNG file (or anything else stb_image reads) into `channels` channels:
-/// 3 gives RGB (grey images are replicated, alpha is dropped), 1 gives grey (stb_image's luma:
-/// (77 R + 150 G + 29 B) >> 8 for PNG, the decoded Y plane for JPEG). InvalidArgument naming the
-/// file and the decoder's reason when the file cannot be read or decoded, or is larger than
-/// kMaxImagePixels.
+/// Decodes a JPEG (libjpeg-turbo) or PNG (libpng) file into `channels` channels: 3 gives RGB
+/// (grey images are replicated, palettes expanded, alpha dropped, 16-bit samples truncated to
+/// their high byte), 1 gives grey (the decoded Y plane for JPEG; (77 R + 150 G + 29 B) >> 8 for a
+/// colour PNG). InvalidArgument naming the file and the decoder's reason when the file cannot be
+/// read or decoded, is neither JPEG nor PNG, is CMYK, has more than 500 progressive scans, or is
+/// larger than kMaxImagePixels (checked from the header, before anything is allocated).
 absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels);
 
 /// The same for the bytes of an image file; `source` names it in errors.

@@ -42,7 +42,14 @@ bool OnnxImport(const uint8_t* data, size_t size) {
 }
 
 bool PlanLoad(const uint8_t* data, size_t size) {
-  absl::StatusOr<runtime::Plan> plan = runtime::ParsePlanBytes(Bytes(data, size), "fuzz.plan");
+  // As given (the checksum then rejects nearly every mutation), and with its trailing CRC-32
+  // recomputed, so that mutations reach the header, manifest and weights checks behind it.
+  (void)runtime::ParsePlanBytes(Bytes(data, size), "fuzz.plan");
+  if (size < 4) return false;
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  const uint32_t crc = runtime::PlanChecksum(data, size - 4);
+  for (int i = 0; i < 4; ++i) bytes[size - 4 + i] = static_cast<char>(crc >> (8 * i));
+  absl::StatusOr<runtime::Plan> plan = runtime::ParsePlanBytes(bytes, "fuzz.plan");
   if (!plan.ok()) return false;
   runtime::EngineOptions options;
   options.num_threads = 1;

@@ -1,10 +1,12 @@
 // Image decoding, bilinear resize, centre crop and the preprocessing math on tiny images.
 #include <stb/stb_image_write.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,7 @@ TEST(CalibDataImage, DecodesPngExactly) {
   EXPECT_EQ(img->height, 2);
   EXPECT_EQ(img->width, 2);
   EXPECT_EQ(img->pixels, kRgb2x2);
-  // As grey: stb_image's (77 R + 150 G + 29 B) >> 8.
+  // As grey: (77 R + 150 G + 29 B) >> 8 (stb_image's formula, kept when decoding moved to libpng).
   absl::StatusOr<Image> grey = DecodeImageFile(path, 1);
   ASSERT_TRUE(grey.ok()) << grey.status();
   for (int p = 0; p < 4; ++p) {
@@ -85,26 +87,59 @@ TEST(CalibDataImage, UndecodableFileIsNamed) {
   EXPECT_FALSE(DecodeImageFile(TempDir() + "/missing.png", 3).ok());
 }
 
+void AppendTo(void* context, void* data, int size) {
+  static_cast<std::string*>(context)->append(static_cast<const char*>(data), size);
+}
+
+void ExpectRefusedAsTooLarge(const std::string& bytes, const std::string& name) {
+  absl::StatusOr<Image> bomb = DecodeImage(bytes, 3, name);
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(bomb.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bomb.status().message().find(name), std::string::npos) << bomb.status();
+  EXPECT_NE(bomb.status().message().find("16384 x 16384"), std::string::npos) << bomb.status();
+}
+
 TEST(CalibDataImage, HeaderClaimingTooManyPixelsIsRefusedBeforeDecoding) {
-  // A real 2x2 PNG whose IHDR (bytes 16..23, big-endian width and height) is rewritten to claim
-  // 16384 x 16384 (268 M pixels, 805 MB as RGB; under stb_image's own 1 GiB limit): refused from
-  // the header alone.
+  // Real 2x2 images whose headers are rewritten to claim 16384 x 16384 (268 M pixels, 805 MB as
+  // RGB): refused from the header alone, before the pixels are allocated.
   std::string png;
-  ASSERT_TRUE(stbi_write_png_to_func(
-      [](void* context, void* data, int size) {
-        static_cast<std::string*>(context)->append(static_cast<const char*>(data), size);
-      },
-      &png, 2, 2, 3, kRgb2x2.data(), 2 * 3));
+  ASSERT_TRUE(stbi_write_png_to_func(AppendTo, &png, 2, 2, 3, kRgb2x2.data(), 2 * 3));
   absl::StatusOr<Image> small = DecodeImage(png, 3, "small.png");
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_EQ(small->width, 2);
-  ASSERT_GT(png.size(), 24u);
+  // PNG: IHDR's width and height (bytes 16..23, big-endian), then its CRC (bytes 29..32) over
+  // the chunk type and data (bytes 12..28).
+  ASSERT_GT(png.size(), 33u);
   for (int i = 16; i < 24; ++i) png[i] = (i % 4 == 2) ? '\x40' : '\0';
-  absl::StatusOr<Image> bomb = DecodeImage(png, 3, "bomb.png");
-  ASSERT_FALSE(bomb.ok());
-  EXPECT_EQ(bomb.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bomb.status().message().find("bomb.png"), std::string::npos) << bomb.status();
-  EXPECT_NE(bomb.status().message().find("16384 x 16384"), std::string::npos) << bomb.status();
+  const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(png.data() + 12), 17);
+  for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<char>((crc >> (24 - 8 * i)) & 0xFF);
+  ExpectRefusedAsTooLarge(png, "bomb.png");
+
+  // JPEG: the frame header (FF C0, length, precision, then height and width, big-endian).
+  std::string jpg;
+  ASSERT_TRUE(stbi_write_jpg_to_func(AppendTo, &jpg, 2, 2, 3, kRgb2x2.data(), 90));
+  ASSERT_TRUE(DecodeImage(jpg, 3, "small.jpg").ok());
+  const size_t sof = jpg.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t i = sof + 5; i < sof + 9; ++i) jpg[i] = (i - sof) % 2 == 1 ? '\x40' : '\0';
+  ExpectRefusedAsTooLarge(jpg, "bomb.jpg");
+}
+
+TEST(CalibDataImage, OtherFormatsAndCorruptHuffmanTablesAreCleanErrors) {
+  // A BMP is neither JPEG nor PNG.
+  absl::StatusOr<Image> bmp = DecodeImage(std::string("BM") + std::string(60, '\0'), 3, "a.bmp");
+  ASSERT_FALSE(bmp.ok());
+  EXPECT_NE(bmp.status().message().find("not a JPEG or PNG"), std::string::npos) << bmp.status();
+  // The JPEG the image fuzzer found (tests/fuzz/regressions/image/): a Huffman table whose 16
+  // code counts sum past 256 made stb_image 2.27 write past its table.
+  std::ifstream in(
+      std::string(QCC_SOURCE_DIR) + "/tests/fuzz/regressions/image/dht-counts-over-256.jpg",
+      std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<Image> dht = DecodeImage(bytes, 3, "dht.jpg");
+  ASSERT_FALSE(dht.ok());
+  EXPECT_NE(dht.status().message().find("dht.jpg"), std::string::npos) << dht.status();
 }
 
 TEST(CalibDataImage, BilinearUpscaleHalfPixelCentres) {
