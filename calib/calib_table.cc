@@ -74,10 +74,10 @@ absl::StatusOr<std::string> CalibTableToJson(const CalibTable& table) {
   json pre;
   try {
     pre = json::parse(table.preprocessing);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the preprocessing given for the calibration table is not valid JSON (byte ",
-                     e.byte, "): ", table.preprocessing));
+        absl::StrCat("the preprocessing given for the calibration table is not valid JSON (",
+                     e.what(), "): ", table.preprocessing));
   }
   if (!pre.is_object()) {
     return absl::InvalidArgumentError(

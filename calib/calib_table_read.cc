@@ -166,6 +166,8 @@ absl::StatusOr<CalibTable> CalibTableFromJson(absl::string_view text, absl::stri
   } catch (const json::parse_error& e) {
     return r.Error("", absl::StrCat("not valid JSON at byte ", e.byte, " of ", text.size(),
                                     " (truncated or corrupt?): ", e.what()));
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range: 1e440
+    return r.Error("", absl::StrCat("not a valid table (corrupt?): ", e.what()));
   }
   if (!root.is_object() || !root.contains("format") ||
       root["format"] != std::string(kCalibTableFormat)) {

@@ -54,6 +54,13 @@ TEST(CalibTableErrorsTest, TruncatedOrNotJson) {
   ExpectReadError(half, {"not valid JSON at byte", absl::StrCat(" of ", half.size()), "truncated"});
   ExpectReadError("", {"not valid JSON at byte"});
   ExpectReadError("\x89PNG garbage", {"not valid JSON at byte 1"});
+  // Valid JSON syntax whose number no double holds: nlohmann throws out_of_range, not
+  // parse_error (found by the calib_table fuzzer; it escaped and aborted qcc).
+  std::string huge = good;
+  const size_t version = huge.find("\"version\": 1");
+  ASSERT_NE(version, std::string::npos);
+  huge.replace(version, 12, "\"version\": 1e440");
+  ExpectReadError(huge, {"not a valid table", "1e440"});
 }
 
 TEST(CalibTableErrorsTest, WrongFormatOrVersion) {
