@@ -12,9 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <limits>
-#include <memory>
-#include <sstream>
+#include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -68,8 +66,8 @@ void JpegErrorExit(j_common_ptr cinfo) {
 void JpegSilence(j_common_ptr, int) {}
 
 void JpegLimitScans(j_common_ptr cinfo) {
-  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-  if (d->is_decompressor && d->input_scan_number > kMaxJpegScans) {
+  if (cinfo->is_decompressor &&
+      reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number > kMaxJpegScans) {
     auto* err = reinterpret_cast<JpegError*>(cinfo->err);
     std::snprintf(err->out->reason, sizeof(err->out->reason), "more than %d progressive scans",
                   kMaxJpegScans);
@@ -208,10 +206,9 @@ bool DecodePng(const uint8_t* data, size_t size, int channels, Decoded& out) {
 absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read image '", path, "'"));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("cannot read image '", path, "'"));
-  return DecodeImage(bytes.str(), channels, path);
+  return DecodeImage(bytes, channels, path);
 }
 
 absl::StatusOr<Image> DecodeImage(absl::string_view bytes, int channels, absl::string_view source) {

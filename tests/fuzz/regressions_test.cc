@@ -3,8 +3,6 @@
 // (and must return), and real files of each kind are accepted all the way through, so a body
 // cannot pass by rejecting everything.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,13 +16,6 @@ namespace qcc::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 bool Feed(fuzz::Body body, const std::string& bytes) {
   return body(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -48,7 +39,7 @@ TEST(FuzzRegressionsTest, EveryKeptInputReturns) {
     ASSERT_NE(body, nullptr) << dir.path() << " is no fuzz target's folder";
     for (const auto& file : fs::directory_iterator(dir.path())) {
       SCOPED_TRACE(file.path().string());
-      Feed(body, ReadBytes(file.path()));  // returns: no crash, no hang (ctest's timeout)
+      Feed(body, ReadFile(file.path().string()));  // returns: no crash, no hang (ctest's timeout)
       ++inputs;
     }
   }
@@ -56,12 +47,12 @@ TEST(FuzzRegressionsTest, EveryKeptInputReturns) {
 }
 
 TEST(FuzzRegressionsTest, RealFilesAreAcceptedAllTheWayThrough) {
-  EXPECT_TRUE(Feed(fuzz::OnnxImport, ReadBytes(Shared("models/mnist-8/model.onnx"))));
-  EXPECT_TRUE(Feed(fuzz::OnnxImport, ReadBytes(Shared("models/resnet20-cifar10/model.onnx"))));
+  EXPECT_TRUE(Feed(fuzz::OnnxImport, ReadFile(Shared("models/mnist-8/model.onnx"))));
+  EXPECT_TRUE(Feed(fuzz::OnnxImport, ReadFile(Shared("models/resnet20-cifar10/model.onnx"))));
   EXPECT_TRUE(
-      Feed(fuzz::TensorFile, ReadBytes(Shared("models/mnist-8/test_data_set_0/input_0.pb"))));
-  EXPECT_TRUE(Feed(fuzz::ImageFile, ReadBytes(Shared("data/mnist-test/7/00000.png"))));
-  EXPECT_TRUE(Feed(fuzz::ImageFile, ReadBytes(Shared("data/cifar10-test/cat/0000.jpg"))));
+      Feed(fuzz::TensorFile, ReadFile(Shared("models/mnist-8/test_data_set_0/input_0.pb"))));
+  EXPECT_TRUE(Feed(fuzz::ImageFile, ReadFile(Shared("data/mnist-test/7/00000.png"))));
+  EXPECT_TRUE(Feed(fuzz::ImageFile, ReadFile(Shared("data/cifar10-test/cat/0000.jpg"))));
   // A plan (the runtime tests' int8 network) runs, and a table (the calibration tests' one)
   // parses and solves.
   absl::StatusOr<std::string> plan =
