@@ -29,6 +29,7 @@ void RegisterCpuOps(OpRegistry& registry) {
   RegisterReduceOps(registry);
   RegisterMovementOps(registry);
   RegisterCalibOps(registry);
+  RegisterQuantizeOps(registry);
 }
 
 const OpRegistry& DefaultOpRegistry() {

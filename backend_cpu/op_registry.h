@@ -83,6 +83,7 @@ void RegisterElementwiseOps(OpRegistry& registry);  // activations, math, compar
 void RegisterReduceOps(OpRegistry& registry);       // softmax family, reductions, arg-reductions
 void RegisterMovementOps(OpRegistry& registry);     // shape and data movement, cast, constants
 void RegisterCalibOps(OpRegistry& registry);        // Observe
+void RegisterQuantizeOps(OpRegistry& registry);     // QuantizeLinear, DequantizeLinear
 
 /// Registers every CPU op.
 void RegisterCpuOps(OpRegistry& registry);

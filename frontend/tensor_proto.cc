@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "frontend/internal/file_util.h"
 #include "onnx/onnx_pb.h"
+#include "support/atomic_file.h"
 #include "support/status.h"
 
 namespace qcc::frontend {
@@ -357,7 +358,7 @@ absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& t,
         absl::StrCat("cannot serialize tensor '", name, "' (", t.nbytes(),
                      " bytes; TensorProto files hold at most 2 GiB)"));
   }
-  return internal::WriteFileAtomically(path, bytes);
+  return WriteFileAtomically(path, bytes);
 }
 
 }  // namespace qcc::frontend

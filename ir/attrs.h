@@ -320,13 +320,29 @@ struct DepthToSpaceAttrs {
 };
 
 /// Every attribute struct; a Node holds exactly the one its op kind names in ops.def.
+struct QuantizeLinearAttrs {
+  int64_t axis = 1;        // the axis of a 1-D scale (per-channel); ignored for a scalar scale
+  int64_t block_size = 0;  // opset 21 blocked quantization; 0: not blocked
+  int64_t saturate = 1;    // opset 19, float8 outputs only
+  DType output_dtype = DType::kUndefined;  // opset 21; kUndefined: the zero point's type or u8
+  QCC_ATTR_FIELDS(v("axis", axis); v("block_size", block_size); v("saturate", saturate);
+                  v("output_dtype", output_dtype);)
+};
+
+struct DequantizeLinearAttrs {
+  int64_t axis = 1;
+  int64_t block_size = 0;
+  QCC_ATTR_FIELDS(v("axis", axis); v("block_size", block_size);)
+};
+
 using Attrs =
     std::variant<NoAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs, BatchNormAttrs, EpsilonAttrs,
                  LayerNormAttrs, GemmAttrs, LeakyReluAttrs, EluAttrs, ThresholdedReluAttrs,
                  SeluAttrs, HardSigmoidAttrs, GeluAttrs, ShrinkAttrs, IsInfAttrs, ModAttrs,
                  SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs, ReshapeAttrs,
                  TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs, CastAttrs,
-                 ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs>;
+                 ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs,
+                 QuantizeLinearAttrs, DequantizeLinearAttrs>;
 
 }  // namespace qcc::ir
 

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -23,18 +22,13 @@
 #include "runtime/plan_format.h"
 #include "support/status.h"
 #include "tools/commands.h"
+#include "tools/int8_setup.h"
 #include "tools/tool_io.h"
 
 namespace qcc::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string BesideModel(const std::string& model, absl::string_view suffix) {
-  fs::path p(model);
-  if (absl::AsciiStrToLower(p.extension().string()) == ".onnx") p.replace_extension();
-  return absl::StrCat(p.string(), suffix);
-}
 
 /// The batch range: "N" or "MIN:MAX"; the model's fixed batch when it has one.
 absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_t* lo,
@@ -113,21 +107,10 @@ absl::Status CompileCommand(const CompileOptions& options) {
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
   const std::string fingerprint = ir::Fingerprint(*graph);
   // int8 needs the table (checked before anything else is done); fp16 needs no ranges.
-  calib::CalibTable table;
-  calib::CalibMethodSpec method;
+  Int8Table table;
   if (options.int8) {
-    const std::string table_path =
-        options.calib.empty() ? BesideModel(options.model, ".calib.json") : options.calib;
-    if (!PathExists(table_path)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--int8 needs a calibration table and '", table_path, "' does not exist: run 'qcc ",
-          "calibrate ", options.model, " DATA' first, or pass --calib TABLE.json"));
-    }
-    QCC_ASSIGN_OR_RETURN(table, calib::ReadCalibTable(table_path));
-    QCC_RETURN_IF_ERROR(calib::CheckFingerprint(table, *graph));
-    QCC_ASSIGN_OR_RETURN(
-        method, calib::ParseCalibMethod(options.calib_method.empty() ? table.settings.method
-                                                                     : options.calib_method));
+    QCC_ASSIGN_OR_RETURN(table,
+                         LoadInt8Table(options.model, options.calib, options.calib_method, *graph));
   }
   QCC_RETURN_IF_ERROR(ApplyShapes(options.shapes, *graph));
   int64_t batch_min = 1, batch_max = 1;
@@ -150,16 +133,8 @@ absl::Status CompileCommand(const CompileOptions& options) {
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   passes::QuantDecision decision;  // fp16, fp32: no int8 node
   if (options.int8) {
-    std::map<std::string, passes::TensorRange> ranges;
-    for (const auto& [name, stats] : table.tensors) {
-      if (options.asymmetric) {
-        const calib::AsymmetricRange r = calib::SolveAsymmetric(stats, method);
-        ranges[name] = {r.lo, r.hi};
-      } else {
-        const calib::SymmetricRange r = calib::SolveSymmetric(stats, method);
-        ranges[name] = {-r.amax, r.amax};
-      }
-    }
+    const std::map<std::string, passes::TensorRange> ranges =
+        SolveRanges(table, options.asymmetric);
     passes::QuantizeOptions qopts;
     qopts.per_channel = !options.per_tensor;
     qopts.asymmetric = options.asymmetric;
@@ -184,7 +159,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     plan.metadata["precision"] = "int8";
     plan.metadata["weights"] = options.per_tensor ? "per-tensor" : "per-channel";
     plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
-    plan.metadata["calib_method"] = calib::CalibMethodName(method);
+    plan.metadata["calib_method"] = calib::CalibMethodName(table.method);
   } else {
     const char* precision = options.fp16 ? "fp16" : "fp32";
     plan.metadata["precision"] = precision;

@@ -74,6 +74,23 @@ struct CompileOptions {
 /// `qcc compile`: quantizes the fused model with the calibration table and writes a plan.
 absl::Status CompileCommand(const CompileOptions& options);
 
+struct ExportOptions {
+  std::string model;
+  std::string calib;   // default: MODEL with .onnx replaced by .calib.json
+  std::string output;  // the QDQ model; default: MODEL with .onnx replaced by .qdq.onnx
+  bool qdq = false;    // write the QDQ model (also when no --trt-cache is asked for)
+  bool per_tensor = false;
+  bool asymmetric = false;  // uint8 activations with a zero point (ONNX Runtime's default form)
+  std::string calib_method;
+  std::vector<std::string> exclude;
+  std::string trt_cache;   // a TensorRT calibration cache to write
+  int trt_version = 8601;  // the TensorRT version in its header (8.6.1: 8601)
+};
+
+/// `qcc export`: the int8 decisions of `qcc compile --int8` as a QDQ ONNX model and/or a TensorRT
+/// calibration cache (tools/cmd_export.cc).
+absl::Status ExportCommand(const ExportOptions& options);
+
 struct CompareOptions {
   std::string model;
   std::string plan;

@@ -48,6 +48,26 @@ void PrintError(const std::string& message) {
   std::fprintf(stderr, "qcc: error: %s\n", OneLine(message).c_str());
 }
 
+/// The int8 flags `compile` and `export` share: weight granularity, activations, the table, its
+/// method and the nodes kept in float.
+void AddInt8Flags(CLI::App* cmd, const std::string& asymmetric_help, bool* per_tensor,
+                  bool* asymmetric, std::string* calib, std::string* calib_method,
+                  std::vector<std::string>* exclude) {
+  cmd->add_flag("--per-channel", "Per-output-channel weight scales (the default)");
+  cmd->add_flag("--per-tensor", *per_tensor, "One weight scale per tensor");
+  cmd->add_flag("--asymmetric", *asymmetric, asymmetric_help);
+  cmd->add_option("--calib", *calib,
+                  "The calibration table (default: MODEL with .onnx replaced by .calib.json)")
+      ->type_name("TABLE.json");
+  cmd->add_option("--calib-method", *calib_method,
+                  "minmax, entropy, percentile[=P] or mse (default: the table's)")
+      ->type_name("METHOD");
+  cmd->add_option("--exclude", *exclude,
+                  "Node names or op types that stay in float (comma-separated, repeatable)")
+      ->delimiter(',')
+      ->type_name("NAME,...");
+}
+
 // A CLI11 check for "NAME=VALUE" arguments.
 CLI::Validator NameEqualsValue(const std::string& example) {
   return CLI::Validator(
@@ -196,23 +216,9 @@ int Main(int argc, char** argv) {
   compile_cmd->add_flag("--int8", compile.int8, "int8 weights and activations");
   compile_cmd->add_flag("--fp16", compile.fp16, "fp16 weights and activations, fp32 accumulation");
   compile_cmd->add_flag("--fp32", compile.fp32, "no quantization: the fp32 baseline plan");
-  compile_cmd->add_flag("--per-channel", "Per-output-channel weight scales (the default)");
-  compile_cmd->add_flag("--per-tensor", compile.per_tensor, "One weight scale per tensor");
-  compile_cmd->add_flag("--asymmetric", compile.asymmetric,
-                        "Asymmetric activations (zero point from min/max, ONNX Runtime style)");
-  compile_cmd
-      ->add_option("--calib", compile.calib,
-                   "The calibration table (default: MODEL with .onnx replaced by .calib.json)")
-      ->type_name("TABLE.json");
-  compile_cmd
-      ->add_option("--calib-method", compile.calib_method,
-                   "minmax, entropy, percentile[=P] or mse (default: the table's)")
-      ->type_name("METHOD");
-  compile_cmd
-      ->add_option("--exclude", compile.exclude,
-                   "Node names or op types that stay in float (comma-separated, repeatable)")
-      ->delimiter(',')
-      ->type_name("NAME,...");
+  AddInt8Flags(compile_cmd, "Asymmetric activations (zero point from min/max, ONNX Runtime style)",
+               &compile.per_tensor, &compile.asymmetric, &compile.calib, &compile.calib_method,
+               &compile.exclude);
   compile_cmd
       ->add_option("--target", compile.target,
                    "cpu or cuda (default cpu): the backend whose kernels the plan records")
@@ -229,6 +235,33 @@ int Main(int argc, char** argv) {
       ->allow_extra_args(false);
   compile_cmd->add_option("-o,--output", compile.output, "The plan (default: MODEL.plan)")
       ->type_name("MODEL.plan");
+
+  ExportOptions exp;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export",
+      "Write the int8 quantization compile would use as a QDQ ONNX model (for TensorRT or ONNX "
+      "Runtime) and/or a TensorRT calibration cache");
+  export_cmd->add_option("model", exp.model, "ONNX model file")
+      ->required()
+      ->type_name("MODEL.onnx");
+  export_cmd->add_flag("--qdq", exp.qdq,
+                       "Write the QDQ model (the default unless only --trt-cache is given)");
+  AddInt8Flags(export_cmd,
+               "uint8 activations with zero points (ONNX Runtime's default); int8 symmetric "
+               "otherwise (TensorRT's form)",
+               &exp.per_tensor, &exp.asymmetric, &exp.calib, &exp.calib_method, &exp.exclude);
+  export_cmd
+      ->add_option("--trt-cache", exp.trt_cache,
+                   "Also write a TensorRT calibration cache (the implicit int8 path of TensorRT "
+                   "<= 10)")
+      ->type_name("FILE");
+  export_cmd
+      ->add_option("--trt-version", exp.trt_version,
+                   "TensorRT version in the cache header, major*1000+minor*100+patch below 10 "
+                   "(default 8601: 8.6.1)")
+      ->check(CLI::Range(1, 1 << 30));
+  export_cmd->add_option("-o,--output", exp.output, "The QDQ model (default: MODEL.qdq.onnx)")
+      ->type_name("MODEL.qdq.onnx");
 
   CompareOptions compare;
   CLI::App* compare_cmd = app.add_subcommand(
@@ -341,6 +374,12 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
     status = CompileCommand(compile);
+  } else if (export_cmd->parsed()) {
+    if (export_cmd->count("--per-channel") > 0 && exp.per_tensor) {
+      PrintError("--per-channel and --per-tensor exclude each other");
+      return kExitUsage;
+    }
+    status = ExportCommand(exp);
   } else if (compare_cmd->parsed()) {
     compare.preprocess = compare_preprocess.Collect();
     status = CompareCommand(compare);

@@ -1,4 +1,4 @@
-// File helpers of the importer: protobuf file parsing with useful errors, atomic writes.
+// File helpers of the importer: protobuf file parsing with useful errors.
 #ifndef QCC_FRONTEND_INTERNAL_FILE_UTIL_H_
 #define QCC_FRONTEND_INTERNAL_FILE_UTIL_H_
 
@@ -21,10 +21,6 @@ std::string DirName(const std::string& path);
 /// InvalidArgument error that names the file and what to do.
 absl::Status ParseProtoFile(const std::string& path, absl::string_view what,
                             google::protobuf::MessageLite* msg);
-
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so that a
-/// failure never leaves a partial file at `path`.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
 
 }  // namespace qcc::frontend::internal
 

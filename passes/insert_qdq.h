@@ -1,0 +1,31 @@
+// Writes an int8 compile's quantization into the graph as QuantizeLinear/DequantizeLinear nodes
+// (the QDQ form TensorRT's explicit quantization and ONNX Runtime read; tools/cmd_export.cc).
+#ifndef QCC_PASSES_INSERT_QDQ_H_
+#define QCC_PASSES_INSERT_QDQ_H_
+
+#include "absl/status/status.h"
+#include "ir/graph.h"
+#include "passes/quantize.h"
+
+namespace qcc::passes {
+
+struct QdqOptions {
+  /// Activations as uint8 with zero point + 128 (ONNX Runtime's default form); int8 otherwise.
+  bool uint8_activations = false;
+};
+
+/// Rewrites the fused graph `decision` was made for:
+/// - every non-constant tensor that exists in int8 in the plan (decision.params) is followed by
+///   Q -> DQ with its scale and zero point, and its consumers read the DQ output (a graph output
+///   keeps its name on the DQ output);
+/// - the weights of every int8 Conv/Gemm/MatMul become DQ(int8 constant, per-channel scales,
+///   zero points 0) on the output-channel axis (0 for Conv and transB Gemm, 1 for MatMul and
+///   Gemm without transB), exactly the plan's int8 weights; a Gemm's alpha and beta are folded
+///   into them (and set to 1);
+/// - their bias becomes the plan's int32 bias times its scale (s_in * s_w), in float.
+/// The graph is then sorted; values keep their names, new ones are unique.
+absl::Status InsertQdq(ir::Graph& graph, const QuantDecision& decision, const QdqOptions& options);
+
+}  // namespace qcc::passes
+
+#endif  // QCC_PASSES_INSERT_QDQ_H_

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Round trip of `qcc export --qdq`: the exported QDQ model, run by ONNX Runtime, against qcc's own
+int8 plan from the same table (issue: top-1 agreement >= 99%, and ORT's output SQNR against fp32
+within 0.5 dB of the plan's).
+
+For one model: `qcc calibrate` on shard 0/2 of the images, `qcc compile --int8` and `qcc export`
+with the same table and flags, then on held-out images (shard 1/2, at most --samples) the plan
+runs in qcc (`qcc run --input`, batches of 32), the QDQ model and the fp32 model in ONNX Runtime,
+all on the same preprocessed arrays (bench/ort_side.py's PIL + numpy preprocessing). Also checks
+the QDQ model with onnx.checker (full check) and that its weights are per-channel int8 DQs.
+
+    qdq_roundtrip.py --qcc build/bin/qcc --model M --data DIR --work DIR [--pre FLAGS...]
+                     [--asymmetric] [--samples 250] [--shape S]
+
+Prints one line of figures; exits 1 when a bar is missed.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import ort_side  # noqa: E402
+
+
+def run(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"qdq_roundtrip: `{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stderr}")
+    return proc.stdout
+
+
+def sqnr_db(reference, value):
+    noise = np.sum((reference.astype(np.float64) - value) ** 2)
+    signal = np.sum(reference.astype(np.float64) ** 2)
+    return float("inf") if noise == 0 else 10.0 * np.log10(signal / noise)
+
+
+def check_qdq_model(path, asymmetric):
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    inits = {t.name: t for t in model.graph.initializer}
+    ops = [n.op_type for n in model.graph.node]
+    weight_dqs = 0
+    for n in model.graph.node:
+        if n.op_type != "DequantizeLinear" or n.input[0] not in inits:
+            continue
+        weight_dqs += 1
+        w = inits[n.input[0]]
+        assert w.data_type == onnx.TensorProto.INT8, f"{n.name}: weights are not int8"
+        zp = numpy_helper.to_array(inits[n.input[2]])
+        assert not zp.any(), f"{n.name}: weight zero points are not 0"
+    for n in model.graph.node:
+        if n.op_type == "QuantizeLinear":
+            zp = inits[n.input[2]]
+            want = onnx.TensorProto.UINT8 if asymmetric else onnx.TensorProto.INT8
+            assert zp.data_type == want, f"{n.name}: zero point type {zp.data_type}"
+            if not asymmetric:
+                assert numpy_helper.to_array(zp) == 0, f"{n.name}: zero point not 0"
+    assert "BatchNormalization" not in ops, "a BatchNormalization is left in the QDQ model"
+    return ops.count("QuantizeLinear"), weight_dqs
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--qcc", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--samples", type=int, default=250)
+    p.add_argument("--asymmetric", action="store_true")
+    p.add_argument("--shape", default=None, help="qcc compile --shape for the plan")
+    p.add_argument("--min-agreement", type=float, default=99.0)
+    p.add_argument("--max-sqnr-gap", type=float, default=0.5)
+    p.add_argument("--pre", nargs=argparse.REMAINDER, default=[])
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    name = os.path.basename(os.path.dirname(args.model))
+    tag = name + ("-asym" if args.asymmetric else "")
+    table = os.path.join(args.work, tag + ".calib.json")
+    plan = os.path.join(args.work, tag + ".plan")
+    qdq = os.path.join(args.work, tag + ".qdq.onnx")
+    asym = ["--asymmetric"] if args.asymmetric else []
+    if not os.path.exists(table):
+        run([args.qcc, "calibrate", args.model, args.data, "--shard", "0/2", "-o", table]
+            + args.pre)
+    shape = ["--shape", args.shape] if args.shape else []
+    run([args.qcc, "compile", args.model, "--int8", "--calib", table, "-o", plan] + asym + shape)
+    run([args.qcc, "export", args.model, "--qdq", "--calib", table, "-o", qdq] + asym)
+    quantized, weight_dqs = check_qdq_model(qdq, args.asymmetric)
+
+    pre = ort_side.parse_pre(args.pre)
+    paths = ort_side.list_images(args.data)[1::2][: args.samples]
+    x = np.stack([ort_side.load_image(os.path.join(args.data, q), pre) for q in paths])
+    fp32_session = ort_side.session(args.model, 2)
+    input_name = fp32_session.get_inputs()[0].name
+    fp32 = fp32_session.run(None, {input_name: x})[0]
+    ort_qdq = ort_side.session(qdq, 2).run(None, {input_name: x})[0]
+    plan_out = []
+    for start in range(0, len(x), 32):
+        chunk = os.path.join(args.work, "chunk.npy")
+        np.save(chunk, x[start:start + 32])
+        out_dir = os.path.join(args.work, "out")
+        run([args.qcc, "run", plan, "--input", f"{input_name}={chunk}", "--output-dir", out_dir])
+        t = onnx.TensorProto()
+        with open(os.path.join(out_dir, "output_0.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        plan_out.append(numpy_helper.to_array(t))
+    plan_out = np.concatenate(plan_out).reshape(ort_qdq.shape)
+    flat = lambda a: a.reshape(len(a), -1)  # noqa: E731
+    same = flat(plan_out).argmax(1) == flat(ort_qdq).argmax(1)
+    agreement = 100.0 * np.mean(same)
+    # How close to a tie the samples they disagree on are: the plan's top-2 margin, as a fraction
+    # of its output range.
+    top2 = np.sort(flat(plan_out), axis=1)[:, -2:]
+    margins = (top2[:, 1] - top2[:, 0])[~same] / max(float(np.ptp(plan_out)), 1e-12)
+    sqnr_plan = sqnr_db(fp32, plan_out)
+    sqnr_ort = sqnr_db(fp32, ort_qdq)
+    gap = abs(sqnr_ort - sqnr_plan)
+    print(f"{tag}: {len(x)} held-out samples, {quantized} tensors and {weight_dqs} weights in "
+          f"Q/DQ; top-1 agreement ORT(QDQ) vs qcc plan {agreement:.2f}%; SQNR vs fp32: plan "
+          f"{sqnr_plan:.2f} dB, ORT(QDQ) {sqnr_ort:.2f} dB, gap {gap:.2f} dB; max |ORT(QDQ) - "
+          f"plan| {np.abs(ort_qdq - plan_out).max():.4g}; the {int((~same).sum())} samples they "
+          f"disagree on have plan top-2 margins of at most "
+          f"{(margins.max() if len(margins) else 0) * 100:.2f}% of the output range")
+    ok = agreement >= args.min_agreement and gap <= args.max_sqnr_gap
+    if not ok:
+        print(f"qdq_roundtrip: {tag} misses the bar (agreement >= {args.min_agreement}%, SQNR gap "
+              f"<= {args.max_sqnr_gap} dB)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+// `qcc export MODEL [--calib TABLE] [--qdq] [-o MODEL.qdq.onnx] [--asymmetric] [--per-tensor]
+// [--calib-method M] [--exclude NAME,...] [--trt-cache FILE [--trt-version V]]`: qcc's int8
+// quantization for other runtimes. The same table, solver, fusions and precision decisions as
+// `qcc compile --int8`, written as an ONNX model with QuantizeLinear/DequantizeLinear pairs (the
+// explicit quantization TensorRT and ONNX Runtime read), and/or as a TensorRT calibration cache.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "frontend/onnx_exporter.h"
+#include "onnx/onnx_pb.h"
+#include "passes/insert_qdq.h"
+#include "passes/passes.h"
+#include "passes/quantize.h"
+#include "support/atomic_file.h"
+#include "support/status.h"
+#include "tools/commands.h"
+#include "tools/int8_setup.h"
+#include "tools/tool_io.h"
+
+namespace qcc::tools {
+namespace {
+
+/// TensorRT's calibration cache text: a "TRT-<version>-EntropyCalibration2" line, then one
+/// "name: xxxxxxxx" line per tensor, the scale's float32 bits as 8 hex digits, most significant
+/// first. The scale is the plan's where the tensor is int8 in it, else the solver's amax / 127.
+std::string TrtCacheText(const std::map<std::string, passes::TensorRange>& ranges,
+                         const ir::Graph& graph, const passes::QuantDecision& decision,
+                         int version) {
+  std::map<std::string, float> scales;
+  for (const auto& [name, r] : ranges) {
+    scales[name] = passes::ParamsForRange(r, /*asymmetric=*/false).scale;
+  }
+  for (const auto& [value, params] : decision.params) {
+    if (scales.count(value->name()) != 0) scales[value->name()] = params.scale;
+  }
+  std::string text = absl::StrCat("TRT-", version, "-EntropyCalibration2\n");
+  for (const auto& [name, scale] : scales) {
+    uint32_t bits;
+    std::memcpy(&bits, &scale, sizeof bits);
+    absl::StrAppendFormat(&text, "%s: %08x\n", name, bits);
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::Status ExportCommand(const ExportOptions& options) {
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
+  QCC_ASSIGN_OR_RETURN(Int8Table table,
+                       LoadInt8Table(options.model, options.calib, options.calib_method, *graph));
+  const bool write_qdq = options.qdq || options.trt_cache.empty();
+  if (!write_qdq && !options.output.empty()) {
+    return absl::InvalidArgumentError("-o names the QDQ model: pass --qdq with it");
+  }
+  if (!options.trt_cache.empty() && options.asymmetric) {
+    return absl::InvalidArgumentError(
+        "--trt-cache holds symmetric scales (TensorRT's int8 is symmetric): drop --asymmetric");
+  }
+  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
+  const std::map<std::string, passes::TensorRange> ranges = SolveRanges(table, options.asymmetric);
+  passes::QuantizeOptions qopts;
+  qopts.per_channel = !options.per_tensor;
+  qopts.asymmetric = options.asymmetric;
+  qopts.exclude = options.exclude;
+  QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
+                       passes::AssignPrecision(*graph, ranges, qopts));
+  int int8_nodes = 0;
+  for (const auto& n : graph->nodes()) int8_nodes += decision.runs_int8(n.get()) ? 1 : 0;
+
+  if (!options.trt_cache.empty()) {
+    const std::string text = TrtCacheText(ranges, *graph, decision, options.trt_version);
+    QCC_RETURN_IF_ERROR(WriteFileAtomically(options.trt_cache, text));
+    std::printf("TensorRT calibration cache: %zu tensors -> %s\n", ranges.size(),
+                options.trt_cache.c_str());
+  }
+  if (!write_qdq) return absl::OkStatus();
+  int activations = 0;
+  for (const auto& [v, p] : decision.params) activations += v->constant() == nullptr ? 1 : 0;
+  passes::QdqOptions qdq;
+  qdq.uint8_activations = options.asymmetric;
+  QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, qdq));
+  QCC_ASSIGN_OR_RETURN(onnx::ModelProto model, frontend::ExportOnnxModel(*graph));
+  model.set_producer_version(QCC_VERSION);
+  const std::string output =
+      options.output.empty() ? BesideModel(options.model, ".qdq.onnx") : options.output;
+  QCC_RETURN_IF_ERROR(frontend::WriteOnnxFile(model, output));
+  std::printf(
+      "exported %s: %d nodes in int8 (%zu with int8 weights, %s), %d tensors quantized (%s "
+      "activations), opset %d\n",
+      options.model.c_str(), int8_nodes, decision.weights.size(),
+      options.per_tensor ? "per-tensor" : "per-channel", activations,
+      options.asymmetric ? "uint8 asymmetric" : "int8 symmetric", frontend::ExportOpset(*graph));
+  for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
+  std::printf("QDQ model -> %s\n", output.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace qcc::tools

@@ -1,0 +1,36 @@
+// What `qcc compile --int8` and `qcc export` share before they part: the calibration table of
+// the model, the method that solves it, and the per-tensor ranges.
+#ifndef QCC_TOOLS_INT8_SETUP_H_
+#define QCC_TOOLS_INT8_SETUP_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "calib/calib_table.h"
+#include "calib/scale_solvers.h"
+#include "ir/graph.h"
+#include "passes/quantize.h"
+
+namespace qcc::tools {
+
+/// `model` with its .onnx extension replaced by `suffix` ("model.onnx" -> "model" + suffix).
+std::string BesideModel(const std::string& model, absl::string_view suffix);
+
+struct Int8Table {
+  calib::CalibTable table;
+  calib::CalibMethodSpec method;
+};
+
+/// Reads the table for `model` (`calib_path`, or MODEL.calib.json beside it), checks it was made
+/// for `graph` (the imported, unfused model) and parses `method` (empty: the table's). A missing
+/// table is FailedPrecondition telling the user to run `qcc calibrate` or pass --calib.
+absl::StatusOr<Int8Table> LoadInt8Table(const std::string& model, const std::string& calib_path,
+                                        const std::string& method, const ir::Graph& graph);
+
+/// The range of every table tensor under the method: [-amax, amax], or [lo, hi] when asymmetric.
+std::map<std::string, passes::TensorRange> SolveRanges(const Int8Table& t, bool asymmetric);
+
+}  // namespace qcc::tools
+
+#endif  // QCC_TOOLS_INT8_SETUP_H_
