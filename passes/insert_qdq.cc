@@ -78,9 +78,9 @@ class QdqWriter {
         std::find(graph_.outputs().begin(), graph_.outputs().end(), v) != graph_.outputs().end();
     graph_.ReplaceAllUsesWith(v, dq->output(0));
     q->SetInput(0, v);
-    if (is_output) {  // the graph output keeps its name
+    if (is_output) {  // the graph output keeps its name; the float tensor before Q is NAME_float
       std::string name = v->name();
-      v->set_name(dq->output(0)->name());
+      v->set_name(Fresh(name + "_float"));
       dq->output(0)->set_name(std::move(name));
     }
   }

@@ -17,7 +17,7 @@ struct QdqOptions {
 /// Rewrites the fused graph `decision` was made for:
 /// - every non-constant tensor that exists in int8 in the plan (decision.params) is followed by
 ///   Q -> DQ with its scale and zero point, and its consumers read the DQ output (a graph output
-///   keeps its name on the DQ output);
+///   keeps its name on the DQ output, and the float tensor before the Q is NAME_float);
 /// - the weights of every int8 Conv/Gemm/MatMul become DQ(int8 constant, per-channel scales,
 ///   zero points 0) on the output-channel axis (0 for Conv and transB Gemm, 1 for MatMul and
 ///   Gemm without transB), exactly the plan's int8 weights; a Gemm's alpha and beta are folded
