@@ -208,7 +208,7 @@ double BiasLimit(int64_t cols) {
 /// `widened` counts the rows that needed it.
 QuantizedWeights QuantizeRows(const Tensor& w, const std::vector<float>& bias,
                               const QuantParams& in, const QuantParams& out, bool per_channel,
-                              int* widened) {
+                              const std::vector<float>* given, int* widened) {
   const int64_t rows = w.dim(0);
   const int64_t cols = w.numel() / rows;
   const float* src = w.data<float>();
@@ -220,7 +220,7 @@ QuantizedWeights QuantizeRows(const Tensor& w, const std::vector<float>& bias,
   for (int64_t r = 0; r < rows; ++r) {
     float amax = 0.0f;
     for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
-    scales[r] = WeightScale(amax);
+    scales[r] = given ? (*given)[given->size() == 1 ? 0 : r] : WeightScale(amax);
     tensor_amax = std::max(tensor_amax, amax);
     const double b = bias.empty() ? 0.0 : bias[r];
     needed[r] = std::fabs(b) / (static_cast<double>(in.scale) * limit);
@@ -230,6 +230,8 @@ QuantizedWeights QuantizeRows(const Tensor& w, const std::vector<float>& bias,
     return static_cast<double>(s) < need ? static_cast<float>(need * (1.0 + 1e-6)) : s;
   };
   // Per tensor, one scale wide enough for every row.
+  // (Given scales are used as they are: per channel, or one for every row.)
+  if (given) per_channel = true;
   float tensor_scale = WeightScale(tensor_amax);
   for (int64_t r = 0; r < rows; ++r) tensor_scale = widen(tensor_scale, needed[r]);
   QuantizedWeights q;
@@ -369,6 +371,8 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
   auto params_of = [&](const ir::Value* v) -> std::optional<QuantParams> {
     auto known = d.params.find(v);
     if (known != d.params.end()) return known->second;
+    auto fixed = options.fixed_params.find(v->name());
+    if (fixed != options.fixed_params.end()) return fixed->second;
     auto it = ranges.find(v->name());
     if (it == ranges.end()) return std::nullopt;
     TensorRange range = it->second;
@@ -401,6 +405,17 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       // int8 when its input already is: same scale and zero point out as in (exact for data
       // movement and max).
       if (x->producer() == nullptr || !d.runs_int8(x->producer())) continue;
+      // A QDQ model may quantize the output with other parameters than the input: that is a
+      // requantization, which data movement in int8 cannot do.
+      auto fixed = options.fixed_params.find(y->name());
+      const QuantParams& in_params = d.params.at(x);
+      if (fixed != options.fixed_params.end() &&
+          (fixed->second.scale != in_params.scale ||
+           fixed->second.zero_point != in_params.zero_point)) {
+        d.notes.push_back(where +
+                          "the model quantizes its output with other parameters than its input");
+        continue;
+      }
       d.int8[&node] = true;
       // A copy first: inserting y may rehash the map and move x's entry.
       const QuantParams in = d.params.at(x);
@@ -418,7 +433,10 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     bool missing = false;
     for (const ir::Value* v : data) {
       if (!params_of(v)) {
-        d.notes.push_back(where + absl::StrCat("no calibration range for '", v->name(), "'"));
+        d.notes.push_back(where + absl::StrCat(ranges.empty() && !options.fixed_params.empty()
+                                                   ? "the model has no Q/DQ pair on '"
+                                                   : "no calibration range for '",
+                                               v->name(), "'"));
         missing = true;
         break;
       }
@@ -432,7 +450,13 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       std::vector<float> bias;
       WeightRows(node, &w, &bias);
       int widened = 0;
-      d.weights[&node] = QuantizeRows(w, bias, in, out, options.per_channel, &widened);
+      const std::vector<float>* given = nullptr;
+      auto g = options.fixed_weight_scales.find(node.input(1)->name());
+      if (g != options.fixed_weight_scales.end() &&
+          (g->second.size() == 1 || static_cast<int64_t>(g->second.size()) == w.dim(0))) {
+        given = &g->second;
+      }
+      d.weights[&node] = QuantizeRows(w, bias, in, out, options.per_channel, given, &widened);
       if (widened > 0) {
         d.widened_channels += widened;
         ++d.widened_nodes;

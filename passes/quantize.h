@@ -39,6 +39,12 @@ struct QuantizeOptions {
   bool asymmetric = false;
   /// Node names and op names (ONNX spelling, e.g. "Add") that stay in float.
   std::vector<std::string> exclude;
+  /// Parameters the model gives (a QDQ model's Q/DQ pairs, passes/absorb_qdq.h), by value name;
+  /// they take precedence over the ranges.
+  std::map<std::string, QuantParams> fixed_params;
+  /// Weight scales the model gives, by the name of the float weight constant: one per output
+  /// channel, or one for the tensor. Used as given (widened only where an int32 bias needs it).
+  std::map<std::string, std::vector<float>> fixed_weight_scales;
 };
 
 /// Quantized weights of an int8 Conv or Gemm/MatMul (Gemm weights as [N, K]).

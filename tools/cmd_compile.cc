@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backend_cpu/lowering.h"
 #include "backend_cuda/lowering.h"
@@ -17,6 +19,7 @@
 #include "ir/fingerprint.h"
 #include "ir/shape_inference.h"
 #include "ir/symbolic_values.h"
+#include "passes/absorb_qdq.h"
 #include "passes/passes.h"
 #include "passes/quantize.h"
 #include "runtime/plan_format.h"
@@ -106,9 +109,25 @@ absl::Status CompileCommand(const CompileOptions& options) {
   }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
   const std::string fingerprint = ir::Fingerprint(*graph);
-  // int8 needs the table (checked before anything else is done); fp16 needs no ranges.
+  // int8 needs the table (checked before anything else is done), unless the model is a QDQ model
+  // (its Q/DQ nodes give the scales); fp16 needs no ranges.
+  const bool qdq_model = passes::HasQdq(*graph);
+  if (qdq_model && options.int8) {
+    for (const auto& [flag, given] :
+         {std::pair<const char*, bool>{"--calib", !options.calib.empty()},
+          {"--calib-method", !options.calib_method.empty()},
+          {"--asymmetric", options.asymmetric}}) {
+      if (given) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", options.model,
+                         "' is a QDQ model: its QuantizeLinear/DequantizeLinear nodes give "
+                         "the scales and zero points, so ",
+                         flag, " does not apply; drop it"));
+      }
+    }
+  }
   Int8Table table;
-  if (options.int8) {
+  if (options.int8 && !qdq_model) {
     QCC_ASSIGN_OR_RETURN(table,
                          LoadInt8Table(options.model, options.calib, options.calib_method, *graph));
   }
@@ -122,7 +141,13 @@ absl::Status CompileCommand(const CompileOptions& options) {
     model_weight_bytes += static_cast<int64_t>(t.nbytes());
   };
   for (const auto& v : graph->values()) {
-    if (v->constant() != nullptr && IsFloat(v->dtype())) count(*v->constant());
+    if (v->constant() == nullptr) continue;
+    // A QDQ model's weights are the integer constants its DequantizeLinear nodes read.
+    bool dequantized = false;
+    for (const ir::Use& use : v->uses()) {
+      dequantized |= use.node->kind() == ir::OpKind::kDequantizeLinear && use.index == 0;
+    }
+    if (IsFloat(v->dtype()) || dequantized) count(*v->constant());
   }
   for (const auto& n : graph->nodes()) {
     if (n->kind() == ir::OpKind::kConstant) {
@@ -130,15 +155,24 @@ absl::Status CompileCommand(const CompileOptions& options) {
       if (IsFloat(t.dtype())) count(t);
     }
   }
+  // A QDQ model: the pairs become tensor parameters (an fp32 or fp16 plan runs the float model
+  // between them).
+  passes::QdqImport qdq;
+  if (qdq_model) {
+    QCC_ASSIGN_OR_RETURN(qdq, passes::AbsorbQdq(*graph));
+  }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   passes::QuantDecision decision;  // fp16, fp32: no int8 node
   if (options.int8) {
     const std::map<std::string, passes::TensorRange> ranges =
-        SolveRanges(table, options.asymmetric);
+        qdq_model ? std::map<std::string, passes::TensorRange>{}
+                  : SolveRanges(table, options.asymmetric);
     passes::QuantizeOptions qopts;
     qopts.per_channel = !options.per_tensor;
     qopts.asymmetric = options.asymmetric;
     qopts.exclude = options.exclude;
+    qopts.fixed_params = qdq.activations;
+    qopts.fixed_weight_scales = qdq.weight_scales;
     QCC_ASSIGN_OR_RETURN(decision, passes::AssignPrecision(*graph, ranges, qopts));
   } else if (!options.exclude.empty()) {
     return absl::InvalidArgumentError(
@@ -157,9 +191,16 @@ absl::Status CompileCommand(const CompileOptions& options) {
   plan.metadata["qcc_version"] = QCC_VERSION;
   if (options.int8) {
     plan.metadata["precision"] = "int8";
-    plan.metadata["weights"] = options.per_tensor ? "per-tensor" : "per-channel";
-    plan.metadata["activations"] = options.asymmetric ? "asymmetric" : "symmetric";
-    plan.metadata["calib_method"] = calib::CalibMethodName(table.method);
+    bool per_tensor = options.per_tensor;
+    if (qdq_model && !qdq.weight_scales.empty()) {  // the model's weight scales decide
+      per_tensor = true;
+      for (const auto& [name, scales] : qdq.weight_scales) per_tensor &= scales.size() == 1;
+    }
+    plan.metadata["weights"] = per_tensor ? "per-tensor" : "per-channel";
+    plan.metadata["activations"] =
+        options.asymmetric || qdq.asymmetric ? "asymmetric" : "symmetric";
+    // "qdq": the scales are the model's own.
+    plan.metadata["calib_method"] = qdq_model ? "qdq" : calib::CalibMethodName(table.method);
   } else {
     const char* precision = options.fp16 ? "fp16" : "fp32";
     plan.metadata["precision"] = precision;
@@ -231,6 +272,33 @@ absl::Status CompileCommand(const CompileOptions& options) {
         "an int32 bias: their weight scales were widened to fit it\n",
         decision.widened_channels, decision.widened_nodes);
   }
+  if (qdq_model) {
+    std::printf(
+        "  QDQ model: %d Q/DQ pairs and %d dequantized constants read, %zu weight tensors "
+        "keep the model's scales\n",
+        qdq.pairs, qdq.folded_constants, qdq.weight_scales.size());
+    if (options.int8) {
+      // The tensors the model quantizes that the plan holds in float.
+      std::vector<std::string> in_float;
+      absl::flat_hash_set<std::string> int8_names;
+      for (const auto& [v, p] : decision.params) int8_names.insert(v->name());
+      for (const auto& [name, p] : qdq.activations) {
+        if (!int8_names.contains(name) && graph->FindValue(name) != nullptr) {
+          in_float.push_back(name);
+        }
+      }
+      if (!in_float.empty()) {
+        std::printf(
+            "  %zu tensors with a Q/DQ pair in the model run in float in the plan (their "
+            "consumers have no int8 form in qcc, see below): %s\n",
+            in_float.size(), absl::StrJoin(in_float, ", ").c_str());
+      }
+    } else {
+      std::printf("  an %s plan runs the float model between the model's Q/DQ pairs\n",
+                  options.fp16 ? "fp16" : "fp32");
+    }
+  }
+  for (const std::string& note : qdq.notes) std::printf("  %s\n", note.c_str());
   for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
   std::printf("plan -> %s\n", output.c_str());
   return absl::OkStatus();
