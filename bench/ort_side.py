@@ -2,7 +2,8 @@
 """The ONNX Runtime side of compare_ort.py, one step per process; prints one JSON line.
 
     ort_side.py prepare  --model M --work DIR --spec JSON   fp32 copy for ORT + quant_pre_process
-    ort_side.py quantize --model PRE --out Q --list FILE --samples N --method M --act s8|u8 ...
+    ort_side.py quantize --model PRE --out Q --list FILE --samples N --method M --act s8|u8
+                         [--format qdq|qoperator] ...
     ort_side.py evaluate --data DIR --list FILE --models JSON --labels folders|prefix|None ...
     ort_side.py time     --model M --threads T --batches JSON --shape JSON --iters JSON
 
@@ -198,7 +199,8 @@ def quantize(args):
             self.next += len(chunk)
             return {input_name: np.stack([load_image(p, pre) for p in chunk])}
 
-    quantize_static(args.model, args.out, Reader(), quant_format=QuantFormat.QDQ,
+    quant_format = QuantFormat.QOperator if args.format == "qoperator" else QuantFormat.QDQ
+    quantize_static(args.model, args.out, Reader(), quant_format=quant_format,
                     per_channel=True, weight_type=QuantType.QInt8,
                     activation_type=QuantType.QInt8 if args.act == "s8" else QuantType.QUInt8,
                     calibrate_method={"minmax": CalibrationMethod.MinMax,
@@ -273,6 +275,7 @@ def main():
                  "--data", "--models", "--labels", "--batches", "--shape", "--iters"):
         p.add_argument(flag)
     p.add_argument("--no-bias-adjust", action="store_true")
+    p.add_argument("--format", choices=("qdq", "qoperator"), default="qdq")
     p.add_argument("--samples", type=int, default=500)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)

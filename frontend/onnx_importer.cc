@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/internal/file_util.h"
 #include "frontend/internal/node_import.h"
+#include "frontend/qoperator.h"
 #include "frontend/tensor_proto.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
@@ -286,6 +287,11 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportOnnxModel(const onnx::ModelProt
   }
   if (!model.has_graph()) {
     return absl::InvalidArgumentError("the model has no graph");
+  }
+  if (internal::HasQOperators(model.graph())) {
+    QCC_ASSIGN_OR_RETURN(onnx::GraphProto expanded,
+                         internal::ExpandQOperators(model.graph(), base_dir));
+    return GraphImporter(expanded, opset, base_dir).Run();
   }
   return GraphImporter(model.graph(), opset, base_dir).Run();
 }

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "ir/shape_inference.h"
 #include "passes/fuse_util.h"
 #include "support/status.h"
 
@@ -107,6 +108,11 @@ class Absorber {
     for (ir::Node* dq : fuse::NodesOfKind(graph_, {OpKind::kDequantizeLinear})) {
       if (fuse::ConstantData(dq->input(0)) != nullptr) QCC_RETURN_IF_ERROR(FoldConstant(dq));
     }
+    // Data movement on quantized tensors (QOperator models slice, pad and flatten uint8 data
+    // between QLinear ops) moves to float between a DQ and a Q of the same parameters.
+    std::vector<ir::Node*> order;
+    for (const auto& n : graph_.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order) QCC_RETURN_IF_ERROR(MoveToFloat(n));
     for (ir::Node* q : fuse::NodesOfKind(graph_, {OpKind::kQuantizeLinear})) {
       QCC_RETURN_IF_ERROR(RemovePair(q));
     }
@@ -176,6 +182,67 @@ class Absorber {
       out_.notes.push_back(absl::StrCat("weights '", folded->name(), "' have ", why,
                                         ": qcc quantizes them again with its own scales"));
     }
+    return absl::OkStatus();
+  }
+
+  /// When `n` moves data of a QuantizeLinear's integer output: DQ -> `n` in float -> Q, with the
+  /// Q's parameters (exact: these ops only pick and place elements; a Pad's constant becomes the
+  /// real value it stood for).
+  absl::Status MoveToFloat(ir::Node* n) {
+    switch (n->kind()) {
+      case OpKind::kFlatten:
+      case OpKind::kReshape:
+      case OpKind::kSqueeze:
+      case OpKind::kUnsqueeze:
+      case OpKind::kTranspose:
+      case OpKind::kSlice:
+      case OpKind::kPad:
+      case OpKind::kMaxPool:
+      case OpKind::kIdentity:
+        break;
+      default:
+        return absl::OkStatus();
+    }
+    ir::Node* q = n->input(0)->producer();
+    if (q == nullptr || q->kind() != OpKind::kQuantizeLinear || n->num_outputs() != 1) {
+      return absl::OkStatus();
+    }
+    QCC_ASSIGN_OR_RETURN(Params p, ReadParams(*q));
+    if (!p.per_tensor()) return absl::OkStatus();
+    const DType float_type = q->input(0)->dtype();
+    ir::Value* scale = q->input(1);
+    ir::Value* zp = q->input(2);
+    ir::Node* dq =
+        graph_.AddNode(OpKind::kDequantizeLinear, n->name() + "_dq", {n->input(0), scale, zp},
+                       {fuse::UniqueName(graph_, n->input(0)->name() + "_float")});
+    ir::TensorType t = n->input(0)->type();
+    t.dtype = float_type;
+    dq->output(0)->set_type(t);
+    n->SetInput(0, dq->output(0));
+    if (n->kind() == OpKind::kPad) {
+      const Tensor* c = n->input(2) ? fuse::ConstantData(n->input(2)) : nullptr;
+      if (n->input(2) && c == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Label(*n), ": the pad value of quantized data is not a constant"));
+      }
+      Tensor value(DType::kFloat32, {});
+      const double level = c ? c->GetAsDouble(0) : 0.0;
+      value.data<float>()[0] =
+          static_cast<float>(level - static_cast<double>(p.zero_point.data<int64_t>()[0])) *
+          p.scale.data<float>()[0];
+      n->SetInput(2, graph_.NewConstant(fuse::UniqueName(graph_, n->name() + "_pad_value"),
+                                        CastTensor(value, float_type)));
+    }
+    ir::Value* y = n->output(0);
+    const ir::TensorType int_type = y->type();
+    ir::Node* q2 = graph_.AddNode(OpKind::kQuantizeLinear, n->name() + "_q", {nullptr, scale, zp},
+                                  {fuse::UniqueName(graph_, y->name() + "_quantized")});
+    q2->output(0)->set_type(int_type);
+    graph_.ReplaceAllUsesWith(y, q2->output(0));
+    q2->SetInput(0, y);
+    ir::TensorType ft = int_type;
+    ft.dtype = float_type;
+    y->set_type(ft);
     return absl::OkStatus();
   }
 
@@ -251,6 +318,7 @@ absl::StatusOr<QdqImport> AbsorbQdq(ir::Graph& graph) {
   QCC_ASSIGN_OR_RETURN(QdqImport out, Absorber(graph).Run());
   graph.RemoveDeadValues();
   QCC_RETURN_IF_ERROR(graph.TopologicalSort());
+  QCC_RETURN_IF_ERROR(ir::InferShapes(graph));
   return out;
 }
 

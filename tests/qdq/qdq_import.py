@@ -35,6 +35,8 @@ def main():
     p.add_argument("--data", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--act", choices=("s8", "u8"), required=True)
+    p.add_argument("--format", choices=("qdq", "qoperator"), default="qdq",
+                   help="ORT's QDQ model or its QOperator one (QLinearConv, QLinearAdd, QGemm...)")
     p.add_argument("--spec", default="{}", help="ort_side.py prepare --spec")
     p.add_argument("--shape", default=None, help="qcc compile --shape")
     p.add_argument("--samples", type=int, default=500)
@@ -44,7 +46,8 @@ def main():
     p.add_argument("--pre", nargs=argparse.REMAINDER, default=[])
     args = p.parse_args()
     name = os.path.basename(os.path.dirname(args.model))
-    work = os.path.join(args.work, f"{name}-{args.act}")
+    tag = f"{args.act}" if args.format == "qdq" else f"{args.act} {args.format}"
+    work = os.path.join(args.work, f"{name}-{tag.replace(' ', '-')}")
     os.makedirs(work, exist_ok=True)
     python = sys.executable
     side = os.path.join(HERE, "..", "..", "bench", "ort_side.py")
@@ -54,10 +57,11 @@ def main():
     listing = os.path.join(work, "calib.txt")
     with open(listing, "w") as f:
         f.write("\n".join(os.path.join(args.data, q) for q in images[0::2]))
-    qdq = os.path.join(work, f"model.{args.act}.qdq.onnx")
+    qdq = os.path.join(work, f"model.{args.act}.{args.format}.onnx")
     run([python, side, "quantize", "--model", prep["pre"], "--out", qdq, "--list", listing,
          "--samples", str(args.calib_samples), "--method", "minmax", "--act", args.act,
-         "--pre", json.dumps(args.pre), "--batch", str(args.calib_batch)])
+         "--pre", json.dumps(args.pre), "--batch", str(args.calib_batch),
+         "--format", args.format])
     plan = os.path.join(work, f"{args.act}.plan")
     shape = ["--shape", args.shape] if args.shape else []
     compile_out = run([args.qcc, "compile", qdq, "--int8", "-o", plan] + shape)
@@ -82,7 +86,7 @@ def main():
     plan_out = plan_out.reshape(ort_out.shape)
     same, agreement, by_tie, margins = agreement_of(plan_out, ort_out)
     summary = compile_out.splitlines()[0].split(": ", 1)[-1]
-    print(f"{name} {args.act}: qcc compile of ORT's QDQ model: {summary}; {len(x)} held-out "
+    print(f"{name} {tag}: qcc compile of ORT's {args.format} model: {summary}; {len(x)} held-out "
           f"images: top-1 agreement with ORT running it {agreement:.2f}%; SQNR vs fp32: qcc "
           f"{sqnr_db(fp32, plan_out):.2f} dB, ORT {sqnr_db(fp32, ort_out):.2f} dB, qcc vs ORT "
           f"{sqnr_db(ort_out, plan_out):.2f} dB; {by_tie} agree through an exact tie; the "
@@ -90,7 +94,7 @@ def main():
           f"top-2 margins of at most {(margins.max() if len(margins) else 0) * 100:.2f}% of the "
           f"output range")
     if agreement < args.min_agreement:
-        print(f"qdq_import: {name} {args.act} misses the bar (agreement >= {args.min_agreement}%)")
+        print(f"qdq_import: {name} {tag} misses the bar (agreement >= {args.min_agreement}%)")
         return 1
     return 0
 
