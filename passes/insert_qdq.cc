@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/shape_inference.h"
 #include "passes/fuse_util.h"
 #include "support/status.h"
 
@@ -148,6 +149,34 @@ class QdqWriter {
 
 absl::Status InsertQdq(ir::Graph& graph, const QuantDecision& decision, const QdqOptions& options) {
   return QdqWriter(graph, decision, options).Run();
+}
+
+absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph) {
+  int changed = 0;
+  for (const auto& v : graph.values()) {
+    if (!IsReducedFloat(v->dtype())) continue;
+    ++changed;
+    if (v->constant() != nullptr) {
+      v->set_constant(CastTensor(*v->constant(), DType::kFloat32));
+    } else {
+      ir::TensorType t = v->type();
+      t.dtype = DType::kFloat32;
+      v->set_type(t);
+    }
+  }
+  for (const auto& n : graph.nodes()) {
+    if (n->kind() == OpKind::kCast && IsReducedFloat(n->attrs<ir::CastAttrs>().to)) {
+      n->mutable_attrs<ir::CastAttrs>().to = DType::kFloat32;
+    }
+    if (n->kind() == OpKind::kConstant || n->kind() == OpKind::kConstantOfShape) {
+      Tensor& value = n->mutable_attrs<ir::ConstantAttrs>().value;
+      if (value.defined() && IsReducedFloat(value.dtype())) {
+        value = CastTensor(value, DType::kFloat32);
+      }
+    }
+  }
+  QCC_RETURN_IF_ERROR(ir::InferShapes(graph));
+  return changed;
 }
 
 }  // namespace qcc::passes

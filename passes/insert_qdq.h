@@ -4,6 +4,7 @@
 #define QCC_PASSES_INSERT_QDQ_H_
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "passes/quantize.h"
 
@@ -25,6 +26,12 @@ struct QdqOptions {
 /// - their bias becomes the plan's int32 bias times its scale (s_in * s_w), in float.
 /// The graph is then sorted; values keep their names, new ones are unique.
 absl::Status InsertQdq(ir::Graph& graph, const QuantDecision& decision, const QdqOptions& options);
+
+/// Makes every fp16/bf16 tensor of `graph` fp32: constants, graph inputs and outputs, Cast and
+/// Constant/ConstantOfShape targets. For the QDQ export of an fp16 model: opset-19 Q/DQ take
+/// their scale in the tensor's own type, and ONNX Runtime's int8 kernels refuse fp16 scales.
+/// Returns how many tensors changed type.
+absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph);
 
 }  // namespace qcc::passes
 

@@ -80,6 +80,14 @@ absl::Status ExportCommand(const ExportOptions& options) {
   if (!write_qdq) return absl::OkStatus();
   int activations = 0;
   for (const auto& [v, p] : decision.params) activations += v->constant() == nullptr ? 1 : 0;
+  // An fp16 model's float tensors become fp32 (the plan computes them in fp32 too).
+  QCC_ASSIGN_OR_RETURN(const int widened, passes::WidenReducedFloats(*graph));
+  if (widened > 0) {
+    std::printf(
+        "  %d fp16/bf16 tensors are fp32 in the QDQ model (opset-19 Q/DQ take the scale in "
+        "the tensor's type, and ONNX Runtime's int8 kernels need fp32 scales)\n",
+        widened);
+  }
   passes::QdqOptions qdq;
   qdq.uint8_activations = options.asymmetric;
   QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, qdq));

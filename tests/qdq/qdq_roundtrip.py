@@ -132,12 +132,22 @@ def main():
     paths = ort_side.list_images(args.data)[1::2][: args.samples]
     x = np.stack([ort_side.load_image(os.path.join(args.data, q), pre) for q in paths])
     fp32_session = ort_side.session(args.model, 2)
-    input_name = fp32_session.get_inputs()[0].name
-    fp32 = fp32_session.run(None, {input_name: x})[0]
-    ort_qdq = ort_side.session(qdq, 2).run(None, {input_name: x})[0]
+    model_input = fp32_session.get_inputs()[0]
+    input_name = model_input.name
+    # An fp16 model (squeezenet's Caffe2 export) takes fp16; its QDQ export is fp32 throughout.
+    x_model = x.astype(np.float16) if model_input.type == "tensor(float16)" else x
+    batch = 1 if model_input.shape[0] == 1 else 32  # a Reshape may pin the batch to 1
+
+    def batched(session, feed):
+        return np.concatenate([session.run(None, {input_name: feed[i:i + batch]})[0]
+                               for i in range(0, len(feed), batch)])
+
+    fp32 = batched(fp32_session, x_model).astype(np.float32)
+    ort_qdq = batched(ort_side.session(qdq, 2), x)
     scratch = os.path.join(args.work, tag)  # per model: tests run in parallel
     os.makedirs(scratch, exist_ok=True)
-    plan_out = run_plan(args.qcc, plan, input_name, x, scratch).reshape(ort_qdq.shape)
+    plan_out = run_plan(args.qcc, plan, input_name, x_model, scratch, batch)
+    plan_out = plan_out.astype(np.float32).reshape(ort_qdq.shape)
     same, agreement, by_tie, margins = agreement_of(plan_out, ort_qdq)
     sqnr_plan = sqnr_db(fp32, plan_out)
     sqnr_ort = sqnr_db(fp32, ort_qdq)
