@@ -116,7 +116,8 @@ absl::Status CompileCommand(const CompileOptions& options) {
     for (const auto& [flag, given] :
          {std::pair<const char*, bool>{"--calib", !options.calib.empty()},
           {"--calib-method", !options.calib_method.empty()},
-          {"--asymmetric", options.asymmetric}}) {
+          {"--asymmetric", options.asymmetric},
+          {"--per-tensor", options.per_tensor}}) {
       if (given) {
         return absl::InvalidArgumentError(
             absl::StrCat("'", options.model,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "frontend/onnx_exporter.h"
 #include "onnx/onnx_pb.h"
+#include "passes/absorb_qdq.h"
 #include "passes/insert_qdq.h"
 #include "passes/passes.h"
 #include "passes/quantize.h"
@@ -50,6 +51,12 @@ std::string TrtCacheText(const std::map<std::string, passes::TensorRange>& range
 
 absl::Status ExportCommand(const ExportOptions& options) {
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
+  if (passes::HasQdq(*graph)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", options.model,
+        "' is already a QDQ model (it has QuantizeLinear/DequantizeLinear "
+        "nodes); export the float model, or compile this one directly with qcc compile --int8"));
+  }
   QCC_ASSIGN_OR_RETURN(Int8Table table,
                        LoadInt8Table(options.model, options.calib, options.calib_method, *graph));
   const bool write_qdq = options.qdq || options.trt_cache.empty();

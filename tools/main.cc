@@ -257,8 +257,8 @@ int Main(int argc, char** argv) {
       ->type_name("FILE");
   export_cmd
       ->add_option("--trt-version", exp.trt_version,
-                   "TensorRT version in the cache header, major*1000+minor*100+patch below 10 "
-                   "(default 8601: 8.6.1)")
+                   "TensorRT version in the cache header, as TensorRT numbers it (default 8601: "
+                   "8.6.1; 10.3.0 is 100300)")
       ->check(CLI::Range(1, 1 << 30));
   export_cmd->add_option("-o,--output", exp.output, "The QDQ model (default: MODEL.qdq.onnx)")
       ->type_name("MODEL.qdq.onnx");

@@ -236,9 +236,50 @@ TEST_F(ExportTest, BadInputIsAOneLineErrorAndWritesNothing) {
   ExpectOneLineError(Qcc({"export", Resnet20Model(), "--calib", Path("t.json"), "--per-tensor",
                           "--per-channel", "-o", Path("x.onnx")}),
                      {"--per-channel", "--per-tensor"}, 2);
+  // A model that already is a QDQ model.
+  ASSERT_EQ(
+      Qcc({"export", Resnet20Model(), "--calib", Path("t.json"), "-o", Path("q.onnx")}).exit_code,
+      0);
+  ExpectOneLineError(
+      Qcc({"export", Path("q.onnx"), "--calib", Path("t.json"), "-o", Path("x.onnx")}),
+      {"q.onnx", "already a QDQ model"});
+  // ...whose compile takes no table and no weight granularity: the model decides.
+  ExpectOneLineError(
+      Qcc({"compile", Path("q.onnx"), "--int8", "--per-tensor", "-o", Path("x.plan")}),
+      {"QDQ model", "--per-tensor"});
   EXPECT_FALSE(fs::exists(Path("x.onnx")));
   EXPECT_FALSE(fs::exists(Path("x.cache")));
+  EXPECT_FALSE(fs::exists(Path("x.plan")));
   EXPECT_FALSE(HasPlanOrTemp(".tmp"));
+}
+
+TEST_F(ExportTest, ExportedModelCompilesBackToThePlansOutputs) {
+  // export -> compile of the QDQ model (its own scales) gives the plan compile makes from the
+  // table: the same outputs on the model's test data.
+  ASSERT_EQ(CalibratedResnet20Plan(Path("m.plan")).exit_code, 0);
+  ASSERT_EQ(
+      Qcc({"export", Resnet20Model(), "--calib", Path("t.json"), "-o", Path("q.onnx")}).exit_code,
+      0);
+  const QccResult c = Qcc({"compile", Path("q.onnx"), "--int8", "-o", Path("q.plan")});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("20 weight tensors keep the model's scales"), std::string::npos) << c.out;
+  for (int set = 0; set < 2; ++set) {
+    ASSERT_EQ(
+        Qcc({"run", Path("m.plan"), "--test-data", Resnet20TestSet(set), "--output-dir", Path("a")})
+            .exit_code,
+        0);
+    ASSERT_EQ(
+        Qcc({"run", Path("q.plan"), "--test-data", Resnet20TestSet(set), "--output-dir", Path("b")})
+            .exit_code,
+        0);
+    absl::StatusOr<Tensor> a = frontend::ReadTensorProtoFile(Path("a/output_0.pb"));
+    absl::StatusOr<Tensor> b = frontend::ReadTensorProtoFile(Path("b/output_0.pb"));
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->numel(), b->numel());
+    for (int64_t i = 0; i < a->numel(); ++i) {
+      EXPECT_EQ(a->GetAsDouble(i), b->GetAsDouble(i)) << "set " << set << " logit " << i;
+    }
+  }
 }
 
 }  // namespace
