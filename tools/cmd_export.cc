@@ -29,8 +29,7 @@ namespace {
 /// "name: xxxxxxxx" line per tensor, the scale's float32 bits as 8 hex digits, most significant
 /// first. The scale is the plan's where the tensor is int8 in it, else the solver's amax / 127.
 std::string TrtCacheText(const std::map<std::string, passes::TensorRange>& ranges,
-                         const ir::Graph& graph, const passes::QuantDecision& decision,
-                         int version) {
+                         const passes::QuantDecision& decision, int version) {
   std::map<std::string, float> scales;
   for (const auto& [name, r] : ranges) {
     scales[name] = passes::ParamsForRange(r, /*asymmetric=*/false).scale;
@@ -68,20 +67,17 @@ absl::Status ExportCommand(const ExportOptions& options) {
         "--trt-cache holds symmetric scales (TensorRT's int8 is symmetric): drop --asymmetric");
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
-  const std::map<std::string, passes::TensorRange> ranges = SolveRanges(table, options.asymmetric);
-  passes::QuantizeOptions qopts;
-  qopts.per_channel = !options.per_tensor;
-  qopts.asymmetric = options.asymmetric;
-  qopts.exclude = options.exclude;
-  QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
-                       passes::AssignPrecision(*graph, ranges, qopts));
+  QCC_ASSIGN_OR_RETURN(
+      passes::QuantDecision decision,
+      DecidePrecision(*graph, table, options.per_tensor, options.asymmetric, options.exclude));
   int int8_nodes = 0;
   for (const auto& n : graph->nodes()) int8_nodes += decision.runs_int8(n.get()) ? 1 : 0;
 
   if (!options.trt_cache.empty()) {
-    const std::string text = TrtCacheText(ranges, *graph, decision, options.trt_version);
+    const std::string text =
+        TrtCacheText(SolveRanges(table, /*asymmetric=*/false), decision, options.trt_version);
     QCC_RETURN_IF_ERROR(WriteFileAtomically(options.trt_cache, text));
-    std::printf("TensorRT calibration cache: %zu tensors -> %s\n", ranges.size(),
+    std::printf("TensorRT calibration cache: %zu tensors -> %s\n", table.table.tensors.size(),
                 options.trt_cache.c_str());
   }
   if (!write_qdq) return absl::OkStatus();

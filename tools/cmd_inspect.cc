@@ -1,5 +1,6 @@
-// `qcc inspect MODEL.onnx [--passes]`: the imported IR (optionally after the default pass
-// pipeline, with one line per pass) and a one-line summary.
+// `qcc inspect MODEL.onnx [--passes [--int8 [--calib TABLE]]]`: the imported IR (optionally
+// after the default pass pipeline, with one line per pass, and then with the int8 decisions of
+// compile --int8 as Q/DQ nodes) and a one-line summary.
 
 #include <algorithm>
 #include <cstdio>
@@ -12,9 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/printer.h"
+#include "passes/insert_qdq.h"
 #include "passes/passes.h"
 #include "support/status.h"
 #include "tools/commands.h"
+#include "tools/int8_setup.h"
 #include "tools/tool_io.h"
 
 namespace qcc::tools {
@@ -77,6 +80,18 @@ absl::Status InspectCommand(const InspectOptions& opts) {
                           absl::StrCat("model '", opts.model, "': ", ran.status().message()));
     }
     records = *std::move(ran);
+  }
+  if (opts.int8 || !opts.calib.empty()) {
+    if (!opts.passes || !opts.int8) {
+      return absl::InvalidArgumentError(
+          "--int8 and --calib go together with --passes: qcc inspect MODEL --passes --int8");
+    }
+    // The table was made for the unfused model: check it against a fresh import.
+    QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> imported, LoadModel(opts.model));
+    QCC_ASSIGN_OR_RETURN(Int8Table table, LoadInt8Table(opts.model, opts.calib, "", *imported));
+    QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
+                         DecidePrecision(*graph, table, false, false, {}));
+    QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, {}));
   }
   std::fputs(ir::PrintGraph(*graph).c_str(), stdout);
   for (const passes::PassRecord& r : records) {

@@ -113,6 +113,8 @@ absl::Status CompareCommand(const CompareOptions& options);
 struct InspectOptions {
   std::string model;
   bool passes = false;  // run passes::DefaultPipeline() first and report each pass
+  bool int8 = false;    // with passes: then the int8 decisions, inserted as Q/DQ nodes
+  std::string calib;    // the table for int8 (default: MODEL.calib.json)
 };
 
 /// `qcc inspect TABLE.json`: prints a calibration table's settings and, per tensor, its range

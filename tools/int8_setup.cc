@@ -45,4 +45,14 @@ std::map<std::string, passes::TensorRange> SolveRanges(const Int8Table& t, bool 
   return ranges;
 }
 
+absl::StatusOr<passes::QuantDecision> DecidePrecision(const ir::Graph& graph, const Int8Table& t,
+                                                      bool per_tensor, bool asymmetric,
+                                                      const std::vector<std::string>& exclude) {
+  passes::QuantizeOptions options;
+  options.per_channel = !per_tensor;
+  options.asymmetric = asymmetric;
+  options.exclude = exclude;
+  return passes::AssignPrecision(graph, SolveRanges(t, asymmetric), options);
+}
+
 }  // namespace qcc::tools

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "calib/calib_table.h"
@@ -30,6 +31,12 @@ absl::StatusOr<Int8Table> LoadInt8Table(const std::string& model, const std::str
 
 /// The range of every table tensor under the method: [-amax, amax], or [lo, hi] when asymmetric.
 std::map<std::string, passes::TensorRange> SolveRanges(const Int8Table& t, bool asymmetric);
+
+/// The int8 decisions `compile --int8` makes for the fused `graph` from the table (per-channel
+/// weights unless `per_tensor`; `exclude` as --exclude).
+absl::StatusOr<passes::QuantDecision> DecidePrecision(const ir::Graph& graph, const Int8Table& t,
+                                                      bool per_tensor, bool asymmetric,
+                                                      const std::vector<std::string>& exclude);
 
 }  // namespace qcc::tools
 

@@ -319,6 +319,13 @@ int Main(int argc, char** argv) {
       ->type_name("MODEL.onnx|TABLE.json|MODEL.plan");
   inspect_cmd->add_flag("--passes", inspect.passes,
                         "Run the default pass pipeline first and print what each pass changed");
+  inspect_cmd->add_flag("--int8", inspect.int8,
+                        "With --passes: then the int8 decisions of compile --int8, printed as "
+                        "QuantizeLinear/DequantizeLinear nodes (the graph qcc export writes)");
+  inspect_cmd
+      ->add_option("--calib", inspect.calib,
+                   "The calibration table for --int8 (default: MODEL.calib.json)")
+      ->type_name("TABLE.json");
 
   BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -389,7 +396,8 @@ int Main(int argc, char** argv) {
     status = BenchCommand(bench);
   } else {
     PrintError(
-        "a command is required: calibrate, compile, compare, run, inspect or bench (run 'qcc "
+        "a command is required: calibrate, compile, export, compare, run, inspect or bench (run "
+        "'qcc "
         "--help' "
         "for usage)");
     return kExitUsage;

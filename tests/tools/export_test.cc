@@ -282,5 +282,34 @@ TEST_F(ExportTest, ExportedModelCompilesBackToThePlansOutputs) {
   }
 }
 
+TEST_F(ExportTest, InspectPrintsTheQuantizedGraphAsExportWritesIt) {
+  ASSERT_EQ(CalibrateResnet20(Path("t.json")).exit_code, 0);
+  const QccResult r =
+      Qcc({"inspect", Resnet20Model(), "--passes", "--int8", "--calib", Path("t.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(
+      Qcc({"export", Resnet20Model(), "--calib", Path("t.json"), "-o", Path("q.onnx")}).exit_code,
+      0);
+  const onnx::ModelProto m = ReadModel(Path("q.onnx"));
+  int q = 0, dq = 0, printed_q = 0, printed_dq = 0, convs = 0;
+  for (const auto& n : m.graph().node()) {
+    q += n.op_type() == "QuantizeLinear";
+    dq += n.op_type() == "DequantizeLinear";
+  }
+  for (const std::string& line : Lines(r.out)) {
+    printed_q += line.find(" = QuantizeLinear(") != std::string::npos;
+    printed_dq += line.find(" = DequantizeLinear(") != std::string::npos;
+    if (line.find(" = Conv(") != std::string::npos) {
+      ++convs;
+      EXPECT_NE(line.find("_weight_dequantized"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(printed_q, q);
+  EXPECT_EQ(printed_dq, dq);
+  EXPECT_EQ(convs, kResnet20Convs);
+  ExpectOneLineError(Qcc({"inspect", Resnet20Model(), "--int8", "--calib", Path("t.json")}),
+                     {"--passes"});
+}
+
 }  // namespace
 }  // namespace qcc::testing
