@@ -121,7 +121,7 @@ class Absorber {
       return absl::InvalidArgumentError(absl::StrCat(
           Label(*left[0]), " dequantizes '", left[0]->input(0)->name(),
           "', which is neither a constant nor the output of a QuantizeLinear; qcc reads QDQ "
-          "models (Q -> DQ pairs around float ops), not integer inputs or QOperator graphs"));
+          "models (Q -> DQ pairs around float ops), whose inputs are float"));
     }
     // The clean-up passes forward an Identity's (or inference Dropout's) output onto its input,
     // which then goes by the output's name: the parameters go with it.

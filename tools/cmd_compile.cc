@@ -160,7 +160,12 @@ absl::Status CompileCommand(const CompileOptions& options) {
   // between them).
   passes::QdqImport qdq;
   if (qdq_model) {
-    QCC_ASSIGN_OR_RETURN(qdq, passes::AbsorbQdq(*graph));
+    absl::StatusOr<passes::QdqImport> absorbed = passes::AbsorbQdq(*graph);
+    if (!absorbed.ok()) {
+      return absl::Status(absorbed.status().code(),
+                          absl::StrCat(options.model, ": ", absorbed.status().message()));
+    }
+    qdq = *std::move(absorbed);
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   passes::QuantDecision decision;  // fp16, fp32: no int8 node

@@ -180,7 +180,7 @@ def bad_models():
     """(name, model, what the one-line error must mention)."""
     f = TensorProto.FLOAT
     out = []
-    # QOperator form: QLinearConv.
+    # A QOperator model with integer graph input and output (QLinearConv alone)...
     g = helper.make_graph(
         [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
                           name="qconv")], "g",
@@ -193,7 +193,15 @@ def bad_models():
          numpy_helper.from_array(np.array(0, np.int8), "wz"),
          numpy_helper.from_array(np.array(0.1, np.float32), "ys"),
          numpy_helper.from_array(np.array(0, np.uint8), "yz")])
-    out.append(("qlinearconv", g, "QLinearConv"))
+    # ...read as DQ -> Conv -> Q, whose integer result is then the graph's output.
+    out.append(("qlinearconv_integer_output", g, "graph output"))
+    # Dynamic quantization: integer products without scales.
+    g = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"], name="the_mmi")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 3])],
+        [numpy_helper.from_array(np.ones((4, 3), np.uint8), "b")])
+    out.append(("matmulinteger", g, "MatMulInteger"))
     # A Q whose integer output another op reads.
     g = helper.make_graph(
         [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="the_q"),
