@@ -28,12 +28,11 @@ class QdqWriter {
 
   absl::Status Run() {
     // Weights first (they read the decision's node entries), then activations.
-    std::vector<const ir::Node*> weighted;
+    std::vector<ir::Node*> weighted;
     for (const auto& n : graph_.nodes()) {
       if (d_.weights.contains(n.get())) weighted.push_back(n.get());
     }
-    for (const ir::Node* n : weighted)
-      QCC_RETURN_IF_ERROR(QuantizeWeights(const_cast<ir::Node*>(n)));
+    for (ir::Node* n : weighted) QCC_RETURN_IF_ERROR(QuantizeWeights(n));
     std::vector<ir::Value*> activations;
     for (const auto& v : graph_.values()) {
       if (d_.params.contains(v.get()) && v->constant() == nullptr && IsFloat(v->dtype())) {
