@@ -87,7 +87,6 @@ bool PoisonRequested() {
 
 absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inputs) const {
   QCC_RETURN_IF_ERROR(CheckInputs(inputs));
-  SetGemmThreads(options_.num_threads);
 
   // Remaining uses per value, so intermediate tensors are freed as soon as they are dead.
   std::vector<Dims> input_dims;

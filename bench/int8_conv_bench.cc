@@ -115,7 +115,6 @@ void SetOps(benchmark::State& state, int64_t macs) {
 void BM_LayerF32(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   const int threads = static_cast<int>(state.range(1));
-  SetGemmThreads(threads);
   std::mt19937 rng(1);
   F32Conv conv(l, threads, rng);
   for (auto _ : state) conv.Run();
@@ -160,7 +159,6 @@ BENCHMARK(BM_LayerInt8Reference)
 template <typename ConvT>
 void BM_Resnet20Convs(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  SetGemmThreads(threads);
   std::mt19937 rng(1);
   std::vector<ConvT> convs;
   std::vector<int64_t> counts;

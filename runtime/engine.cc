@@ -249,9 +249,6 @@ absl::Status ExecutionContext::Execute(absl::Span<const Tensor> inputs, absl::Sp
   }
   for (size_t i = 0; i < outputs.size(); ++i) buffers_[plan.outputs[i].buffer] = outputs[i].raw();
 
-  // The fp32 GEMM (Conv/Gemm steps) takes its thread count from a process-wide setting, as the
-  // evaluator sets it per run.
-  cpu::SetGemmThreads(engine.num_threads_);
   StepRunContext ctx;
   ctx.plan = &plan;
   ctx.buffers = &buffers_;

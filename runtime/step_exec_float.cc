@@ -165,6 +165,7 @@ void RunGemm(const GemmState& s, const StepRunContext& c) {
   p.ldb = bd[1];
   p.ldc = p.n;
   p.alpha = s.params.alpha;
+  p.threads = c.num_threads;
   p.beta = 0.0f;
   float* y = c.out<float>(0);
   if (c.step->inputs.size() > 2 && c.in<float>(2) != nullptr && s.params.beta != 0.0f) {

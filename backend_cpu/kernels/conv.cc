@@ -215,6 +215,7 @@ void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const
   gp.m = mg;
   gp.k = k;
   gp.lda = k;
+  gp.threads = p.num_threads;
   for (int64_t n0 = 0; n0 < p.batch; n0 += t.images) {
     const int64_t nb = std::min(t.images, p.batch - n0);
     for (int64_t g = 0; g < p.groups; ++g) {

@@ -20,7 +20,7 @@ struct ConvF32Params {
   int64_t groups = 1;
   std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1};
   std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1}, pad{0, 0, 0};
-  int num_threads = 1;  // for im2col and the depthwise kernel; GEMM has its own setting
+  int num_threads = 1;  // for im2col, the depthwise kernel and the GEMMs
   /// Applied to every output in the kernel's epilogue (ConvF32 and the kernels behind it; the
   /// transposed convolution ignores it).
   ActivationF32 activation;
@@ -49,7 +49,7 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
 int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);
 
 /// ConvF32's contract on any CPU: each (image chunk, group) becomes one im2col (skipped for
-/// pointwise convolutions) and one GemmF32 (OpenBLAS sgemm, split over SetGemmThreads).
+/// pointwise convolutions) and one GemmF32 (OpenBLAS sgemm, split over p.num_threads).
 void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const float* bias,
                    float* y, float* workspace);
 

@@ -60,6 +60,7 @@ void ConvTransposeF32Col2im(const ConvF32Params& fwd, const float* x, const floa
       gp.n = x_sp;
       gp.k = cg;
       gp.trans_a = true;
+      gp.threads = fwd.num_threads;
       gp.lda = mg * kvol;
       gp.ldb = x_sp;
       gp.ldc = x_sp;

@@ -3,7 +3,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include "backend_cpu/kernels/nn_parallel.h"
 
@@ -11,12 +10,10 @@ namespace qcc::cpu {
 
 namespace {
 
-// Threads GemmF32 splits a product over. OpenBLAS itself always runs single-threaded: its idle
-// workers spin in sched_yield after every threaded call, and on a 2-core machine that spinning
-// steals the cores from every kernel that runs next (measured: small convolutions 10x slower).
-std::atomic<int> g_gemm_threads{1};
-
-/// Pins OpenBLAS to one thread, once, before its first use.
+/// Pins OpenBLAS to one thread, once, before its first use. GemmF32 splits a product over its
+/// caller's threads itself: OpenBLAS's idle workers spin in sched_yield after every threaded call,
+/// and on a 2-core machine that spinning steals the cores from every kernel that runs next
+/// (measured: small convolutions 10x slower).
 void PinOpenBlasToOneThread() {
   static const bool pinned = [] {
     openblas_set_num_threads(1);
@@ -58,25 +55,19 @@ void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
       kMinChunk, ((extent + kMaxChunks - 1) / kMaxChunks + kAlign - 1) / kAlign * kAlign);
   const int64_t chunks = (extent + chunk - 1) / chunk;
   const int64_t cost = chunk * (split_rows ? p.n : p.m) * p.k / 16;
-  NnParallelFor(g_gemm_threads.load(std::memory_order_relaxed), chunks, cost,
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t i = begin; i < end; ++i) {
-                    const int64_t lo = i * chunk, hi = std::min(extent, lo + chunk);
-                    GemmF32Params q = p;
-                    if (split_rows) {
-                      q.m = hi - lo;
-                      SgemmSingleThread(q, a + (p.trans_a ? lo : lo * p.lda), b, c + lo * p.ldc);
-                    } else {
-                      q.n = hi - lo;
-                      SgemmSingleThread(q, a, b + (p.trans_b ? lo * p.ldb : lo), c + lo);
-                    }
-                  }
-                });
-}
-
-void SetGemmThreads(int num_threads) {
-  PinOpenBlasToOneThread();
-  g_gemm_threads.store(std::max(1, num_threads), std::memory_order_relaxed);
+  NnParallelFor(std::max(1, p.threads), chunks, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t lo = i * chunk, hi = std::min(extent, lo + chunk);
+      GemmF32Params q = p;
+      if (split_rows) {
+        q.m = hi - lo;
+        SgemmSingleThread(q, a + (p.trans_a ? lo : lo * p.lda), b, c + lo * p.ldc);
+      } else {
+        q.n = hi - lo;
+        SgemmSingleThread(q, a, b + (p.trans_b ? lo * p.ldb : lo), c + lo);
+      }
+    }
+  });
 }
 
 }  // namespace qcc::cpu

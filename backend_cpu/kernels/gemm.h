@@ -12,15 +12,16 @@ struct GemmF32Params {
   bool trans_a = false, trans_b = false;
   int64_t lda = 0, ldb = 0, ldc = 0;  // leading dimensions of A, B, C as stored
   float alpha = 1.0f, beta = 0.0f;
+  /// Threads this product may use (each caller passes its own: an Engine's, the evaluator's).
+  /// The result does not depend on it.
+  int threads = 1;
 };
 
 /// Row-major sgemm. With beta == 0, C need not be initialised. Large products are split over
-/// the SetGemmThreads threads (by rows or columns of C), each slice one single-threaded sgemm.
+/// p.threads threads (by rows or columns of C), each slice one single-threaded sgemm. OpenBLAS's
+/// own pool is kept at one thread: GemmF32 threads itself, so no BLAS worker is left spinning
+/// between calls, and no process-wide setting is shared between callers.
 void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c);
-
-/// Sets the number of threads GemmF32 may use (process-wide). OpenBLAS's own pool is kept at
-/// one thread: GemmF32 threads itself, so no BLAS worker is left spinning between calls.
-void SetGemmThreads(int num_threads);
 
 }  // namespace qcc::cpu
 

@@ -23,6 +23,7 @@ void MatMulF32(const MatMulF32Params& p, const float* a, const float* b, float* 
   gp.lda = p.k;
   gp.ldb = p.n;
   gp.ldc = p.n;
+  gp.threads = p.num_threads;
   if (a_full && b_shared) {
     // Every batch multiplies the same b: stack the batches of a into one tall matrix.
     gp.m = batches * p.m;

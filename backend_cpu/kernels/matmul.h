@@ -13,6 +13,7 @@ namespace qcc::cpu {
 struct MatMulF32Params {
   std::vector<int64_t> batch, a_batch, b_batch;
   int64_t m = 0, k = 0, n = 0;
+  int num_threads = 1;  // for the GEMMs
 };
 
 /// Runs the batched product as few sgemm calls as the layout allows (one when b is shared by

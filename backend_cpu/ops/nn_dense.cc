@@ -30,6 +30,7 @@ absl::Status RunGemm(OpContext& ctx) {
   p.ldb = b.dim(1);
   p.ldc = p.n;
   p.alpha = g.alpha;
+  p.threads = ctx.num_threads;
   if (ctx.has_input(2) && g.beta != 0.0f) {
     // y = beta * C (broadcast), then y += alpha * op(A) op(B).
     const Tensor& c = ctx.input(2);
@@ -52,6 +53,7 @@ absl::Status RunMatMul(OpContext& ctx) {
   if (da.size() == 1) da.insert(da.begin(), 1);
   if (db.size() == 1) db.push_back(1);
   MatMulF32Params p;
+  p.num_threads = ctx.num_threads;
   p.m = da[da.size() - 2];
   p.k = da.back();
   p.n = db.back();

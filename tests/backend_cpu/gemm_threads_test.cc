@@ -33,11 +33,11 @@ TEST(GemmThreadsTest, SameBitsAtEveryThreadCount) {
     p.ldc = n;
     p.beta = 0.0f;
     std::vector<float> want(m * n);
-    SetGemmThreads(1);
+    p.threads = 1;
     GemmF32(p, a.data(), b.data(), want.data());
     for (int threads : {2, 3, 4}) {
       std::vector<float> got(m * n, -1.0f);
-      SetGemmThreads(threads);
+      p.threads = threads;
       GemmF32(p, a.data(), b.data(), got.data());
       EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
           << threads << " threads";
@@ -51,7 +51,6 @@ TEST(GemmThreadsTest, SameBitsAtEveryThreadCount) {
       }
     }
   }
-  SetGemmThreads(1);
 }
 
 }  // namespace

@@ -84,9 +84,8 @@ TEST(NnDenseTest, GemmF32ThreadedSlicesMatchNaive) {
       p.ldc = n;
       p.alpha = 1.5f;
       p.beta = 0.5f;
-      cpu::SetGemmThreads(3);
+      p.threads = 3;
       cpu::GemmF32(p, a.data<float>(), b.data<float>(), c.data<float>());
-      cpu::SetGemmThreads(1);
       EXPECT_EQ(CompareTensors(c, want, 1e-5, 1e-4), "") << m << "x" << n << " trans " << trans;
     }
   }
