@@ -56,23 +56,21 @@ absl::Status RunQuantizeLinear(OpContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   Tensor& y = ctx.output(0);
-  const float* xs = x.data<float>();
+  auto into = [&](auto* out) {
+    QuantizeInto(x.data<float>(), x.numel(), walk, ctx.input(1), zp, out);
+    return absl::OkStatus();
+  };
   switch (y.dtype()) {
     case DType::kInt8:
-      QuantizeInto(xs, x.numel(), walk, ctx.input(1), zp, y.data<int8_t>());
-      return absl::OkStatus();
+      return into(y.data<int8_t>());
     case DType::kUInt8:
-      QuantizeInto(xs, x.numel(), walk, ctx.input(1), zp, y.data<uint8_t>());
-      return absl::OkStatus();
+      return into(y.data<uint8_t>());
     case DType::kInt16:
-      QuantizeInto(xs, x.numel(), walk, ctx.input(1), zp, y.data<int16_t>());
-      return absl::OkStatus();
+      return into(y.data<int16_t>());
     case DType::kUInt16:
-      QuantizeInto(xs, x.numel(), walk, ctx.input(1), zp, y.data<uint16_t>());
-      return absl::OkStatus();
+      return into(y.data<uint16_t>());
     case DType::kInt32:
-      QuantizeInto(xs, x.numel(), walk, ctx.input(1), zp, y.data<int32_t>());
-      return absl::OkStatus();
+      return into(y.data<int32_t>());
     default:
       return ctx.Unsupported(absl::StrCat("no CPU QuantizeLinear to ", DTypeName(y.dtype())));
   }

@@ -16,7 +16,6 @@ preprocessed once with PIL + numpy.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -25,25 +24,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, HERE)
 import ort_side  # noqa: E402
-from qdq_roundtrip import agreement_of, run, run_plan, sqnr_db  # noqa: E402
+from qdq_roundtrip import (agreement_of, common_args, held_out_images, run,  # noqa: E402
+                           run_plan, sqnr_db)
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--qcc", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--data", required=True)
-    p.add_argument("--work", required=True)
+    common_args(p, 500)
     p.add_argument("--act", choices=("s8", "u8"), required=True)
     p.add_argument("--format", choices=("qdq", "qoperator"), default="qdq",
                    help="ORT's QDQ model or its QOperator one (QLinearConv, QLinearAdd, QGemm...)")
     p.add_argument("--spec", default="{}", help="ort_side.py prepare --spec")
-    p.add_argument("--shape", default=None, help="qcc compile --shape")
-    p.add_argument("--samples", type=int, default=500)
     p.add_argument("--calib-samples", type=int, default=100)
     p.add_argument("--calib-batch", type=int, default=10, help="1 for a fixed-batch-1 model")
     p.add_argument("--min-agreement", type=float, default=99.5)
-    p.add_argument("--pre", nargs=argparse.REMAINDER, default=[])
     args = p.parse_args()
     name = os.path.basename(os.path.dirname(args.model))
     tag = f"{args.act}" if args.format == "qdq" else f"{args.act} {args.format}"
@@ -66,9 +60,7 @@ def main():
     shape = ["--shape", args.shape] if args.shape else []
     compile_out = run([args.qcc, "compile", qdq, "--int8", "-o", plan] + shape)
 
-    pre = ort_side.parse_pre(args.pre)
-    held_out = images[1::2][: args.samples]
-    x = np.stack([ort_side.load_image(os.path.join(args.data, q), pre) for q in held_out])
+    x = held_out_images(args.data, args.pre, args.samples)
     session = ort_side.session(qdq, 2)
     input_name = session.get_inputs()[0].name
     fixed_batch = session.get_inputs()[0].shape[0] == 1  # squeezenet's Reshape pins batch 1

@@ -75,6 +75,25 @@ def agreement_of(a, b):
     return same, 100.0 * float(np.mean(same)), by_tie, margins
 
 
+def common_args(p, samples):
+    """The arguments every QDQ test script takes."""
+    p.add_argument("--qcc", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--samples", type=int, default=samples)
+    p.add_argument("--shape", default=None, help="qcc compile --shape for the plan")
+    p.add_argument("--pre", nargs=argparse.REMAINDER, default=[])
+
+
+def held_out_images(data, pre_flags, samples):
+    """The odd-index images of `data` (the even ones calibrate), at most `samples`, preprocessed
+    like qcc's flags `pre_flags`, as one NCHW float32 batch."""
+    pre = ort_side.parse_pre(pre_flags)
+    paths = ort_side.list_images(data)[1::2][:samples]
+    return np.stack([ort_side.load_image(os.path.join(data, q), pre) for q in paths])
+
+
 def check_qdq_model(path, asymmetric):
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
@@ -102,16 +121,10 @@ def check_qdq_model(path, asymmetric):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--qcc", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--data", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--samples", type=int, default=250)
     p.add_argument("--asymmetric", action="store_true")
-    p.add_argument("--shape", default=None, help="qcc compile --shape for the plan")
     p.add_argument("--min-agreement", type=float, default=99.0)
     p.add_argument("--max-sqnr-gap", type=float, default=0.5)
-    p.add_argument("--pre", nargs=argparse.REMAINDER, default=[])
+    common_args(p, 250)
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     name = os.path.basename(os.path.dirname(args.model))
@@ -128,9 +141,7 @@ def main():
     run([args.qcc, "export", args.model, "--qdq", "--calib", table, "-o", qdq] + asym)
     quantized, weight_dqs = check_qdq_model(qdq, args.asymmetric)
 
-    pre = ort_side.parse_pre(args.pre)
-    paths = ort_side.list_images(args.data)[1::2][: args.samples]
-    x = np.stack([ort_side.load_image(os.path.join(args.data, q), pre) for q in paths])
+    x = held_out_images(args.data, args.pre, args.samples)
     fp32_session = ort_side.session(args.model, 2)
     model_input = fp32_session.get_inputs()[0]
     input_name = model_input.name
