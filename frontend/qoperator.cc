@@ -155,12 +155,38 @@ class Expander {
     return TensorFromProto(*it->second, base_dir_);
   }
 
+  /// The inputs and the output `Expand` reads are there: one output, and each quantized input
+  /// with its scale (zero points may be left out).
+  absl::Status CheckArity(const onnx::NodeProto& n, const QOpSpec& spec,
+                          const std::vector<int>& triples) const {
+    if (n.output_size() != 1 || n.output(0).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Label(n), " has ", n.output_size(), " outputs; it should have one"));
+    }
+    if (triples.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Label(n), " has no quantized inputs"));
+    }
+    for (int first : triples) {
+      if (Input(n, first).empty() || Input(n, first + 1).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            Label(n), ": input ", first, " or its scale (input ", first + 1, ") is missing"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   /// DQ of the int32 bias with scale = input scale * weight scales.
   absl::StatusOr<std::string> Bias(const onnx::NodeProto& n, const QOpSpec& spec) {
     const int x = spec.triples[0], w = spec.triples[spec.weight_triple];
     QCC_ASSIGN_OR_RETURN(Tensor xs, Initializer(n, Input(n, x + 1)));
     QCC_ASSIGN_OR_RETURN(Tensor ws, Initializer(n, Input(n, w + 1)));
     QCC_ASSIGN_OR_RETURN(Tensor b, Initializer(n, Input(n, spec.bias)));
+    if (xs.numel() != 1 || (ws.numel() != 1 && ws.numel() != b.numel())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Label(n), ": the int32 bias '", Input(n, spec.bias), "' has ", b.numel(),
+          " values, the input scale ", xs.numel(), " and the weight scale ", ws.numel(),
+          "; expected one input scale and one weight scale per tensor or per bias value"));
+    }
     xs = CastTensor(xs, DType::kFloat32);
     ws = CastTensor(ws, DType::kFloat32);
     Tensor scale(DType::kFloat32, {b.numel()});
@@ -183,6 +209,7 @@ class Expander {
     if (spec.variadic) {  // (Y_scale, Y_zero_point) first, then (X, scale, zero point) each
       for (int i = 2; i + 2 < n.input_size(); i += 3) triples.push_back(i);
     }
+    QCC_RETURN_IF_ERROR(CheckArity(n, spec, triples));
     onnx::NodeProto op;
     op.set_op_type(spec.float_op);
     op.set_name(n.name().empty() ? Fresh(std::string(spec.float_op)) : n.name());

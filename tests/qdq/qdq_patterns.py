@@ -195,6 +195,26 @@ def bad_models():
          numpy_helper.from_array(np.array(0, np.uint8), "yz")])
     # ...read as DQ -> Conv -> Q, whose integer result is then the graph's output.
     out.append(("qlinearconv_integer_output", g, "graph output"))
+    # Malformed QLinearConvs (the onnx_import fuzzer's kind of input): no output, no weight
+    # scale, and an int32 bias of 2 values under 3 per-channel weight scales.
+    def qconv(inputs, outputs, extra=()):
+        return helper.make_graph(
+            [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+             helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", *inputs], outputs,
+                              name="the_qconv")], "g",
+            [helper.make_tensor_value_info("x", f, [1, 1, 4, 4])],
+            [helper.make_tensor_value_info("y", f, None)],
+            [numpy_helper.from_array(np.array(0.1, np.float32), "xs"),
+             numpy_helper.from_array(np.array(0, np.uint8), "xz"),
+             numpy_helper.from_array(np.ones((3, 1, 1, 1), np.int8), "w"),
+             numpy_helper.from_array(np.full(3, 0.1, np.float32), "ws"),
+             numpy_helper.from_array(np.array(0.1, np.float32), "ys"),
+             numpy_helper.from_array(np.array(0, np.uint8), "yz"), *extra])
+    out.append(("qlinearconv_no_output", qconv(["ws", "", "ys", "yz"], []), "the_qconv"))
+    out.append(("qlinearconv_no_weight_scale", qconv(["", "", "ys", "yz"], ["y"]), "scale"))
+    out.append(("qlinearconv_bias_size", qconv(
+        ["ws", "", "ys", "yz", "b"], ["y"],
+        [numpy_helper.from_array(np.zeros(2, np.int32), "b")]), "int32 bias 'b'"))
     # Dynamic quantization: integer products without scales.
     g = helper.make_graph(
         [helper.make_node("MatMulInteger", ["a", "b"], ["y"], name="the_mmi")], "g",
