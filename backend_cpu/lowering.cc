@@ -39,6 +39,12 @@ absl::StatusOr<std::vector<int64_t>> PlanDims(const ir::Value& v) {
 
 namespace {
 
+/// The dtypes a plan's input may have.
+bool IsPlanDType(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kInt64 || t == DType::kInt32 ||
+         t == DType::kBool;
+}
+
 /// Explicit pads [begin_h, begin_w, end_h, end_w] for `auto_pad` (ONNX: SAME_* gives
 /// ceil(in / stride) outputs, the odd pad at the end for SAME_UPPER and at the start for
 /// SAME_LOWER; VALID none) on an input of spatial extents `in`.
@@ -105,6 +111,19 @@ runtime::PoolStepParams Pool(const ir::Node& node) {
   p.pad_right = pads[3];
   p.ceil_mode = a.ceil_mode;
   return p;
+}
+
+absl::StatusOr<int32_t> Lowering::Int(const ir::Value* v, const ir::Node& user) {
+  if (auto it = int_.find(v); it != int_.end()) return it->second;
+  if (const Tensor* c = passes::fuse::ConstantData(v); c != nullptr && !IsFloat(c->dtype())) {
+    const int32_t b = Weight(v->name(), *c);
+    int_[v] = b;
+    return b;
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "node '", user.name(), "': input '", v->name(), "' is a ", DTypeName(v->dtype()),
+      " tensor computed at run time; plans compute integer tensors only by moving them "
+      "(Reshape, Unsqueeze, ...) from an input"));
 }
 
 absl::StatusOr<int32_t> Lowering::F32(const ir::Value* v, const ir::Node& user) {
@@ -181,6 +200,20 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
       return LowerMovement(node, /*int8=*/true);
     default:
       break;
+  }
+  if (auto fr = d_.float_result.find(&node); fr != d_.float_result.end()) {
+    // The fp32 result (and the folded bias Add's output when there is one).
+    const ir::Value* result = fr->second != nullptr ? fr->second->output(0) : y;
+    QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
+    const passes::QuantizedWeights& w = d_.weights.at(&node);
+    QCC_ASSIGN_OR_RETURN(const int32_t out, Output(result, DType::kFloat32));
+    std::vector<int32_t> ins = {in, Weight(node.name() + ":w", w.weights),
+                                Weight(node.name() + ":bias", w.bias),
+                                Weight(node.name() + ":scale", w.multiplier)};
+    if (w.float_bias.defined()) ins.push_back(Weight(node.name() + ":fbias", w.float_bias));
+    Emit(StepKind::kQGemm, node, std::move(ins), out, WithParams(runtime::QGemmStepParams{}));
+    FinishFloat(result, out, node);
+    return absl::OkStatus();
   }
   const passes::QuantParams& qy = d_.params.at(y);
   QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, DType::kInt8));
@@ -329,14 +362,16 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
   symbolic_ = ir::ComputeSymbolicValues(graph_);
   for (const ir::Value* v : graph_.inputs()) {
     QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
-    if (v->dtype() != DType::kFloat32 && v->dtype() != DType::kFloat16) {
-      return absl::UnimplementedError(absl::StrCat("input '", v->name(), "' is ",
-                                                   DTypeName(v->dtype()),
-                                                   "; plans take fp32 or fp16 inputs"));
+    if (!IsPlanDType(v->dtype())) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input '", v->name(), "' is ", DTypeName(v->dtype()),
+          "; plans take fp32 or fp16 inputs, or i64, i32 or bool ones (token ids, masks)"));
     }
     const int32_t b = NewBuffer(v->dtype(), dims, BufferKind::kInput, v->name());
     plan_.inputs.push_back({v->name(), b});
-    if (v->dtype() == DType::kFloat16 && options_.fp16) {
+    if (!IsFloat(v->dtype())) {
+      int_[v] = b;
+    } else if (v->dtype() == DType::kFloat16 && options_.fp16) {
       f16_[v] = b;
     } else if (v->dtype() == DType::kFloat16) {
       // Computed in fp32 (int8 steps quantize from it).
@@ -375,6 +410,24 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
         EmitBatchAffine(v, out->second, *node);
         f32_[v] = out->second;
       }
+      continue;
+    }
+    if (d_.folded_bias.contains(node.get())) continue;  // computed by its int8 MatMul's step
+    if (auto dyn = d_.dynamic.find(node.get()); dyn != d_.dynamic.end()) {
+      // Dynamic quantization: X quantized per run, int8 GEMM, fp32 result (bias folded in).
+      const passes::QuantizedWeights& w = dyn->second;
+      const ir::Node* bias_add = d_.dynamic_bias_add.at(node.get());
+      const ir::Value* result = bias_add != nullptr ? bias_add->output(0) : node->output(0);
+      QCC_ASSIGN_OR_RETURN(const int32_t x, F32(node->input(0), *node));
+      QCC_ASSIGN_OR_RETURN(const int32_t out, Output(result, DType::kFloat32));
+      Tensor scales(DType::kFloat32, {static_cast<int64_t>(w.weight_scales.size())});
+      std::copy(w.weight_scales.begin(), w.weight_scales.end(), scales.data<float>());
+      std::vector<int32_t> ins = {x, Weight(node->name() + ":w", w.weights),
+                                  Weight(node->name() + ":w_scale", scales)};
+      if (w.float_bias.defined()) ins.push_back(Weight(node->name() + ":fbias", w.float_bias));
+      Emit(StepKind::kDynamicQGemm, *node, std::move(ins), out,
+           WithParams(runtime::NoStepParams{}));
+      FinishFloat(result, out, *node);
       continue;
     }
     QCC_RETURN_IF_ERROR(d_.runs_int8(node.get()) ? LowerInt8(*node) : LowerFloat(*node));

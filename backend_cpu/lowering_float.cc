@@ -12,18 +12,30 @@ namespace qcc::cpu::lowering_internal {
 absl::Status Lowering::LowerMovement(const ir::Node& node, bool int8) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
+  // Integer tensors (ids, masks) move as they are.
+  const bool integer = !int8 && !IsFloat(x->dtype());
   // fp16 plans move f16 bytes (a graph output is produced in fp32).
-  const bool half = !int8 && options_.fp16 && !graph_outputs_.contains(y);
-  const DType dtype = int8 ? DType::kInt8 : half ? DType::kFloat16 : DType::kFloat32;
-  QCC_ASSIGN_OR_RETURN(const int32_t in, int8 ? I8(x, node) : half ? F16(x, node) : F32(x, node));
+  const bool half = !int8 && !integer && options_.fp16 && !graph_outputs_.contains(y);
+  const DType dtype = int8      ? DType::kInt8
+                      : integer ? x->dtype()
+                      : half    ? DType::kFloat16
+                                : DType::kFloat32;
+  QCC_ASSIGN_OR_RETURN(const int32_t in, int8      ? I8(x, node)
+                                         : integer ? Int(x, node)
+                                         : half    ? F16(x, node)
+                                                   : F32(x, node));
   int32_t out;
-  if (half) {
+  if (half || integer) {
+    if (integer && graph_outputs_.contains(y)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "output '", y->name(), "': plans produce fp32 or fp16 outputs computed by a step"));
+    }
     QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*y));
-    out = NewBuffer(DType::kFloat16, dims, BufferKind::kArena, y->name() + ":f16");
+    out = NewBuffer(dtype, dims, BufferKind::kArena, half ? y->name() + ":f16" : y->name());
   } else {
     QCC_ASSIGN_OR_RETURN(out, Output(y, dtype));
   }
-  (int8 ? i8_ : half ? f16_ : f32_)[y] = out;
+  (int8 ? i8_ : integer ? int_ : half ? f16_ : f32_)[y] = out;
   const auto& in_dims = *x->type().dims;
   const int64_t rank = static_cast<int64_t>(in_dims.size());
   switch (node.kind()) {
@@ -104,6 +116,124 @@ absl::Status Lowering::LowerMovement(const ir::Node& node, bool int8) {
   }
 }
 
+absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
+  handled = true;
+  const ir::Value* y = node.output(0);
+  auto only_first_output = [&]() -> absl::Status {
+    for (int i = 1; i < node.num_outputs(); ++i) {
+      if (!node.output(i)->uses().empty() || graph_outputs_.contains(node.output(i))) {
+        return absl::UnimplementedError(
+            absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()),
+                         "): only its first output can be used in a plan"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  // One f32 step from `ins` to y.
+  auto emit = [&](StepKind kind, std::vector<int32_t> ins, PlanStep step) -> absl::Status {
+    QCC_RETURN_IF_ERROR(only_first_output());
+    QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, DType::kFloat32));
+    Emit(kind, node, std::move(ins), out, std::move(step));
+    FinishFloat(y, out, node);
+    return absl::OkStatus();
+  };
+  switch (node.kind()) {
+    case OpKind::kGather: {
+      QCC_ASSIGN_OR_RETURN(const int32_t idx, Int(node.input(1), node));
+      const runtime::AxisStepParams p{node.attrs<ir::AxisAttrs>().axis};
+      if (!IsFloat(node.input(0)->dtype())) {  // integers stay integers
+        QCC_ASSIGN_OR_RETURN(const int32_t data, Int(node.input(0), node));
+        QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*y));
+        const int32_t out = NewBuffer(y->dtype(), dims, BufferKind::kArena, y->name());
+        Emit(StepKind::kGather, node, {data, idx}, out, WithParams(p));
+        int_[y] = out;
+        return absl::OkStatus();
+      }
+      QCC_ASSIGN_OR_RETURN(const int32_t data, F32(node.input(0), node));
+      return emit(StepKind::kGather, {data, idx}, WithParams(p));
+    }
+    case OpKind::kCast: {
+      const ir::Value* x = node.input(0);
+      if (y->dtype() != DType::kFloat32) break;
+      if (IsFloat(x->dtype())) {  // f32 -> f32 (an f16 value is computed in f32 here)
+        QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
+        if (graph_outputs_.contains(y)) break;
+        f32_[y] = in;
+        return absl::OkStatus();
+      }
+      QCC_ASSIGN_OR_RETURN(const int32_t in, Int(x, node));
+      return emit(StepKind::kCast, {in}, WithParams(runtime::NoStepParams{}));
+    }
+    case OpKind::kMatMul: {
+      if (node.input(0)->type().rank() == 2 && node.input(1)->type().rank() == 2) break;  // Gemm
+      QCC_ASSIGN_OR_RETURN(const int32_t a, F32(node.input(0), node));
+      QCC_ASSIGN_OR_RETURN(const int32_t b, F32(node.input(1), node));
+      return emit(StepKind::kMatMul, {a, b}, WithParams(runtime::NoStepParams{}));
+    }
+    case OpKind::kPow: {  // x^2 (a variance written out) as x * x
+      const std::optional<float> e = passes::fuse::ScalarF32(node.input(1));
+      if (!e || *e != 2.0f) break;
+      QCC_ASSIGN_OR_RETURN(const int32_t x, F32(node.input(0), node));
+      runtime::BinaryStepParams p;
+      p.op = static_cast<int64_t>(runtime::BinaryOp::kMul);
+      return emit(StepKind::kBinary, {x, x}, WithParams(p));
+    }
+    case OpKind::kReduceMean:
+    case OpKind::kReduceSum: {
+      const ir::Value* x = node.input(0);
+      const int64_t rank = x->type().rank();
+      const Tensor* axes_data = node.input(1) ? passes::fuse::ConstantData(node.input(1)) : nullptr;
+      if (node.input(1) != nullptr && axes_data == nullptr) {
+        return absl::UnimplementedError(
+            absl::StrCat("node '", node.name(), "': reduction axes computed at run time"));
+      }
+      std::vector<bool> reduced(rank, false);
+      if (axes_data == nullptr || axes_data->numel() == 0) {
+        if (node.attrs<ir::ReduceAttrs>().noop_with_empty_axes != 0) {  // the identity
+          if (graph_outputs_.contains(y)) break;
+          QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
+          f32_[y] = in;
+          return absl::OkStatus();
+        }
+        reduced.assign(rank, true);
+      } else {
+        for (int64_t i = 0; i < axes_data->numel(); ++i) {
+          int64_t a = axes_data->GetAsInt64(i);
+          if (a < 0) a += rank;
+          if (a >= 0 && a < rank) reduced[a] = true;
+        }
+      }
+      runtime::ReduceStepParams p;
+      p.op = static_cast<int64_t>(node.kind() == OpKind::kReduceMean ? runtime::ReduceOp::kMean
+                                                                     : runtime::ReduceOp::kSum);
+      for (int64_t a = 0; a < rank; ++a) {
+        if (reduced[a]) p.axes.push_back(a);
+      }
+      if (rank > 0 && reduced[0] && !ir::IsKnown((*x->type().dims)[0])) {
+        return absl::UnimplementedError(
+            absl::StrCat("node '", node.name(), "': a reduction over the dynamic batch axis"));
+      }
+      QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
+      return emit(StepKind::kReduce, {in}, WithParams(p));
+    }
+    case OpKind::kLayerNormalization: {
+      const auto& a = node.attrs<ir::LayerNormAttrs>();
+      std::vector<int32_t> ins;
+      for (int i = 0; i < 3; ++i) {
+        if (node.input(i) == nullptr) continue;
+        QCC_ASSIGN_OR_RETURN(const int32_t b, F32(node.input(i), node));
+        ins.push_back(b);
+      }
+      return emit(StepKind::kLayerNorm, std::move(ins),
+                  WithParams(runtime::LayerNormStepParams{a.axis, a.epsilon}));
+    }
+    default:
+      break;
+  }
+  handled = false;
+  return absl::OkStatus();
+}
+
 absl::Status Lowering::LowerFloat(const ir::Node& node) {
   if (node.kind() == OpKind::kConstant || node.kind() == OpKind::kObserve) {
     return absl::OkStatus();
@@ -127,6 +257,9 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
       break;
   }
   const ir::Value* y = node.output(0);
+  bool handled = false;
+  QCC_RETURN_IF_ERROR(LowerSequenceOp(node, handled));
+  if (handled) return absl::OkStatus();
   for (int i = 0; i < node.num_outputs(); ++i) {
     if (i > 0 && !node.output(i)->uses().empty()) {
       return absl::UnimplementedError(
@@ -193,10 +326,26 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
     case OpKind::kHardSigmoid:
     case OpKind::kHardSwish:
     case OpKind::kClip:
-    case OpKind::kLeakyRelu: {
+    case OpKind::kLeakyRelu:
+    case OpKind::kErf:
+    case OpKind::kSqrt:
+    case OpKind::kGelu: {
       runtime::UnaryStepParams p;
       using U = runtime::UnaryOp;
       switch (node.kind()) {
+        case OpKind::kErf:
+          p.op = static_cast<int64_t>(U::kErf);
+          break;
+        case OpKind::kSqrt:
+          p.op = static_cast<int64_t>(U::kSqrt);
+          break;
+        case OpKind::kGelu:
+          if (node.attrs<ir::GeluAttrs>().approximate != ir::GeluApprox::kNone) {
+            return absl::UnimplementedError(
+                absl::StrCat("node '", node.name(), "': the tanh Gelu in a plan"));
+          }
+          p.op = static_cast<int64_t>(U::kGelu);
+          break;
         case OpKind::kRelu:
           p.op = static_cast<int64_t>(U::kRelu);
           break;

@@ -115,6 +115,9 @@ class Lowering {
   absl::StatusOr<int32_t> F32(const ir::Value* v, const ir::Node& user);
   /// The int8 buffer of `v` (a Quantize when only fp32 exists).
   absl::StatusOr<int32_t> I8(const ir::Value* v, const ir::Node& user);
+  /// The buffer of an integer (i64, i32, bool) tensor: a plan input, a weight for constants, or
+  /// what a movement step wrote.
+  absl::StatusOr<int32_t> Int(const ir::Value* v, const ir::Node& user);
   /// A new buffer for output `v` of a step: the graph output buffer for fp32 graph outputs.
   absl::StatusOr<int32_t> Output(const ir::Value* v, DType dtype);
   /// Notes an int8 tensor's scale and zero point in the plan's metadata ("quant:<tensor>" ->
@@ -155,6 +158,9 @@ class Lowering {
   absl::Status LowerInt8(const ir::Node& node);
   absl::Status LowerFloat(const ir::Node& node);
   absl::Status LowerMovement(const ir::Node& node, bool int8);
+  /// Gather, Cast, MatMul of rank > 2, ReduceMean/ReduceSum, LayerNormalization: the steps a
+  /// transformer needs (lowering_float.cc); false in `handled` when `node` is none of them.
+  absl::Status LowerSequenceOp(const ir::Node& node, bool& handled);
   absl::Status PlanArena();
 
   // Shape arithmetic (lowering_shape.cc). Exporters compute shapes from Shape(x); with a dynamic
@@ -181,6 +187,8 @@ class Lowering {
   ir::Dim batch_symbol_ = ir::kUnknownDim;
   runtime::Plan plan_;
   absl::flat_hash_map<const ir::Value*, int32_t> f32_, i8_, f16_;
+  /// Integer tensors (token ids, masks): moved and gathered as they are, cast to f32 for math.
+  absl::flat_hash_map<const ir::Value*, int32_t> int_;
   absl::flat_hash_map<const ir::Value*, int32_t> graph_outputs_;
   /// fp16 graph outputs: computed in fp32, then cast into these buffers.
   absl::flat_hash_map<const ir::Value*, int32_t> f16_outputs_;

@@ -100,6 +100,13 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
     }
     case StepKind::kQGemm: {
       QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, WeightOperand(plan, i, 1, 2));
+      if (!step.outputs.empty() && step.outputs[0] >= 0 &&
+          static_cast<size_t>(step.outputs[0]) < plan.buffers.size() &&
+          plan.buffers[step.outputs[0]].dtype == DType::kFloat32) {
+        return absl::UnimplementedError(absl::StrCat("step ", i, " '", step.name, "' (", name,
+                                                     "): an int8 GEMM with an fp32 result has no "
+                                                     "CUDA kernel yet; compile with --target cpu"));
+      }
       return choice(CudaKernel::kImma, "int8: rows padded to K ", RoundUp4(w->dims[1]),
                     " + cuBLASLt IMMA TN m=", RoundUp4(w->dims[0]), " k=", RoundUp4(w->dims[1]),
                     " (N ", w->dims[0], ", K ", w->dims[1],
@@ -111,6 +118,27 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
                     "transposes as ONNX Gemm) + activation epilogue (own)");
     case StepKind::kReshape:
       return choice(CudaKernel::kAlias, "the input's bytes, copied on the device");
+    case StepKind::kUnary:
+      if (step.ints.empty() || step.ints[0] > static_cast<int64_t>(runtime::UnaryOp::kLeakyRelu)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "step ", i, " '", step.name, "' (", name,
+            "): this unary function has no CUDA kernel yet; compile with --target cpu"));
+      }
+      return choice(CudaKernel::kIndex, name, ": one thread per element (own kernel)");
+    case StepKind::kCast:
+      if (step.inputs.empty() || step.inputs[0] < 0 ||
+          !IsFloat(plan.buffers[step.inputs[0]].dtype)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "step ", i, " '", step.name, "' (", name,
+            "): a Cast from integers has no CUDA kernel yet; compile with --target cpu"));
+      }
+      return choice(CudaKernel::kIndex, name, ": one thread per element (own kernel)");
+    case StepKind::kGather:
+    case StepKind::kMatMul:
+    case StepKind::kReduce:
+    case StepKind::kLayerNorm:
+    case StepKind::kDynamicQGemm:
+      // Added for transformers (issue 13) without a GPU to run a kernel on.
     case StepKind::kResize:
     case StepKind::kExpand:
     case StepKind::kBatchAffine:

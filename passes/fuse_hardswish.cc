@@ -117,16 +117,11 @@ class FuseHardSwishPass : public Pass {
       ir::Value* out = top->output(0);
       ir::Node* hs = graph.AddNode(ir::OpKind::kHardSwish, top->name(), {m->x},
                                    {fuse::UniqueName(graph, out->name() + "_hardswish")});
-      fuse::Forward(graph, out, hs->output(0));
-      fuse::RemoveNodes(graph, m->nodes);
+      fuse::ReplacePattern(graph, out, hs->output(0), m->nodes);
       removed.insert(m->nodes.begin(), m->nodes.end());
       changed = true;
     }
-    if (changed) {
-      absl::Status s = graph.TopologicalSort();
-      if (!s.ok()) return s;
-    }
-    return changed;
+    return fuse::SortIfChanged(graph, changed);
   }
 };
 

@@ -53,6 +53,20 @@ void RemoveNodes(ir::Graph& graph, const std::vector<ir::Node*>& nodes) {
   for (ir::Node* n : nodes) graph.RemoveNode(n);
 }
 
+void ReplacePattern(ir::Graph& graph, ir::Value* result, ir::Value* fused,
+                    const std::vector<ir::Node*>& nodes) {
+  Forward(graph, result, fused);
+  RemoveNodes(graph, nodes);
+}
+
+absl::StatusOr<bool> SortIfChanged(ir::Graph& graph, bool changed) {
+  if (changed) {
+    absl::Status s = graph.TopologicalSort();
+    if (!s.ok()) return s;
+  }
+  return changed;
+}
+
 std::optional<BnAffine> InferenceBatchNorm(const ir::Graph& graph, const ir::Node& bn,
                                            int64_t channels) {
   if (bn.kind() != ir::OpKind::kBatchNormalization) return std::nullopt;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/graph.h"
 #include "support/tensor.h"
@@ -44,6 +45,16 @@ std::vector<ir::Node*> NodesOfKind(const ir::Graph& graph, std::initializer_list
 
 /// Removes `nodes` (in order), each of which must have no remaining uses of its outputs.
 void RemoveNodes(ir::Graph& graph, const std::vector<ir::Node*>& nodes);
+
+/// Ends a pattern match: `fused`, the new node's output, takes the place (uses and name) of
+/// `result`, the matched pattern's output, and `nodes` (listed from the result up, so each is
+/// unused when removed) are removed.
+void ReplacePattern(ir::Graph& graph, ir::Value* result, ir::Value* fused,
+                    const std::vector<ir::Node*>& nodes);
+
+/// What a fusion pass returns: `changed`, after sorting the graph again when it changed (the
+/// fused nodes were appended at its end).
+absl::StatusOr<bool> SortIfChanged(ir::Graph& graph, bool changed);
 
 /// An inference BatchNormalization as a per-channel affine map: bn(y)[c] = scale[c] * y[c] +
 /// shift[c], with scale = gamma / sqrt(var + eps) and shift = beta - scale * mean.

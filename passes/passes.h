@@ -35,6 +35,11 @@ std::unique_ptr<Pass> CreateFuseGemmBatchNormPass();
 std::unique_ptr<Pass> CreateFuseMatMulAddPass();
 /// Rewrites x * Clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) into HardSwish.
 std::unique_ptr<Pass> CreateFuseHardSwishPass();
+/// fuse-layernorm: LayerNorm written out (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add) -> one
+/// LayerNormalization (passes/fuse_layernorm.cc).
+std::unique_ptr<Pass> CreateFuseLayerNormPass();
+/// fuse-gelu: x * 0.5 * (1 + Erf(x / sqrt(2))) -> one Gelu (passes/fuse_gelu.cc).
+std::unique_ptr<Pass> CreateFuseGeluPass();
 /// Fuses Relu, Clip (constant bounds) and LeakyRelu into the Conv, Gemm or Add producing their
 /// input, when that output has no other use.
 std::unique_ptr<Pass> CreateFuseActivationPass();

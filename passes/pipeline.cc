@@ -72,6 +72,8 @@ Pipeline DefaultPipeline() {
   p.push_back(CreateFuseGemmBatchNormPass());
   p.push_back(CreateFuseMatMulAddPass());
   p.push_back(CreateFuseHardSwishPass());
+  p.push_back(CreateFuseLayerNormPass());
+  p.push_back(CreateFuseGeluPass());
   p.push_back(CreateFuseActivationPass());
   p.push_back(CreateEliminateDeadCodePass());
   return p;

@@ -16,6 +16,7 @@
 #include "passes/fuse_util.h"
 #include "passes/quantizable.h"
 #include "support/quantize.h"
+#include "support/status.h"
 
 namespace qcc::passes {
 
@@ -306,6 +307,77 @@ std::string ClosestNames(const ir::Graph& graph, const std::string& name) {
   return absl::StrJoin(names, ", ");
 }
 
+/// The float bias row of `add` when it adds a constant to `v` that broadcasts along the last
+/// axis of `v`'s [.., n] shape; nullopt otherwise.
+std::optional<std::vector<float>> BiasRow(const ir::Node& add, const ir::Value* v, int64_t n) {
+  if (add.kind() != OpKind::kAdd || add.attrs<ir::AddAttrs>().activation != ir::Activation::kNone) {
+    return std::nullopt;
+  }
+  const ir::Value* other = add.input(0) == v ? add.input(1) : add.input(0);
+  std::optional<Tensor> c = fuse::ConstantF32(other);
+  if (!c || !(add.output(0)->type() == v->type())) return std::nullopt;
+  for (int64_t i = 0; i + 1 < c->rank(); ++i) {
+    if (c->dim(i) != 1) return std::nullopt;
+  }
+  if (c->numel() != n && c->numel() != 1) return std::nullopt;
+  std::vector<float> row(n);
+  for (int64_t i = 0; i < n; ++i) row[i] = c->data<float>()[c->numel() == 1 ? 0 : i];
+  return row;
+}
+
+/// MatMuls that give an fp32 result when they run in int8: a Linear layer on activations of
+/// rank > 2 (a constant [K, N] weight; [.., tokens, K] inputs) whose every consumer stays in
+/// float whatever the ranges: an Add of a constant (its bias) or an op with no int8 form.
+absl::flat_hash_set<const ir::Node*> FloatResultCandidates(const ir::Graph& graph) {
+  absl::flat_hash_set<const ir::Node*> out;
+  for (const auto& owned : graph.nodes()) {
+    const ir::Node& node = *owned;
+    if (node.kind() != OpKind::kMatMul || node.input(0)->type().rank() <= 2) continue;
+    std::optional<Tensor> w = fuse::ConstantF32(node.input(1));
+    if (!w || w->rank() != 2) continue;
+    bool float_consumers = !node.output(0)->uses().empty();
+    for (const ir::Use& u : node.output(0)->uses()) {
+      const bool constant_add =
+          u.node->kind() == OpKind::kAdd &&
+          (fuse::ConstantData(u.node->input(0)) || fuse::ConstantData(u.node->input(1)));
+      float_consumers &= constant_add || !IsQuantizable(u.node->kind());
+    }
+    if (float_consumers) out.insert(&node);
+  }
+  return out;
+}
+
+/// Fills QuantDecision::float_result for the int8 `candidates` (FloatResultCandidates): their
+/// multipliers become s_in * s_w, a following bias Add is folded in, their output loses its
+/// QuantParams.
+void AssignFloatResults(const ir::Graph& graph,
+                        const absl::flat_hash_set<const ir::Node*>& candidates, QuantDecision& d) {
+  for (const auto& owned : graph.nodes()) {
+    const ir::Node& node = *owned;
+    if (!candidates.contains(&node) || !d.runs_int8(&node)) continue;
+    const ir::Value* y = node.output(0);
+    QuantizedWeights& w = d.weights.at(&node);
+    const float s_in = d.params.at(node.input(0)).scale;
+    const int64_t n = w.weights.dim(0);
+    for (int64_t r = 0; r < n; ++r) {
+      w.multiplier.data<float>()[r] = s_in * w.weight_scales[r];
+    }
+    const ir::Node* bias_add = nullptr;
+    const bool graph_output =
+        std::find(graph.outputs().begin(), graph.outputs().end(), y) != graph.outputs().end();
+    if (y->uses().size() == 1 && !graph_output) {
+      if (std::optional<std::vector<float>> row = BiasRow(*y->uses()[0].node, y, n)) {
+        bias_add = y->uses()[0].node;
+        w.float_bias = Tensor(DType::kFloat32, {n});
+        std::copy(row->begin(), row->end(), w.float_bias.data<float>());
+        d.folded_bias[bias_add] = &node;
+      }
+    }
+    d.float_result[&node] = bias_add;
+    d.params.erase(y);
+  }
+}
+
 }  // namespace
 
 std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph,
@@ -351,9 +423,11 @@ std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph
   return std::make_pair(lo, hi);
 }
 
-absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
-                                              const std::map<std::string, TensorRange>& ranges,
-                                              const QuantizeOptions& options) {
+namespace {
+
+/// The --exclude names; an error naming the first that matches no node name and no op.
+absl::StatusOr<absl::flat_hash_set<std::string>> Excluded(const ir::Graph& graph,
+                                                          const QuantizeOptions& options) {
   absl::flat_hash_set<std::string> excluded(options.exclude.begin(), options.exclude.end());
   for (const std::string& e : options.exclude) {
     bool found = false;
@@ -367,15 +441,94 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
                                                      ClosestNames(graph, e)));
     }
   }
+  return excluded;
+}
+
+}  // namespace
+
+absl::StatusOr<QuantDecision> AssignDynamic(const ir::Graph& graph,
+                                            const QuantizeOptions& options) {
+  QCC_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> excluded, Excluded(graph, options));
   QuantDecision d;
+  for (const auto& owned : graph.nodes()) {
+    const ir::Node& node = *owned;
+    if (node.kind() != OpKind::kMatMul && node.kind() != OpKind::kGemm) continue;
+    const std::string where =
+        absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), ") stays in float: ");
+    if (excluded.contains(node.name()) || excluded.contains(std::string(ir::OpName(node.kind())))) {
+      d.notes.push_back(where + "excluded by --exclude");
+      continue;
+    }
+    std::string blocker = Int8Blocker(node);
+    if (blocker.empty() && node.kind() == OpKind::kGemm &&
+        node.attrs<ir::GemmAttrs>().activation != ir::Activation::kNone) {
+      blocker = "a fused activation is not applied by the dynamic int8 GEMM";
+    }
+    if (!blocker.empty()) {
+      d.notes.push_back(where + blocker);
+      continue;
+    }
+    Tensor w;
+    std::vector<float> bias;
+    WeightRows(node, &w, &bias);
+    int widened = 0;
+    QuantizedWeights q =
+        QuantizeRows(w, {}, QuantParams{}, QuantParams{}, options.per_channel, nullptr, &widened);
+    const int64_t n = w.dim(0);
+    const ir::Node* bias_add = nullptr;
+    if (!bias.empty()) {
+      q.float_bias = Tensor(DType::kFloat32, {n});
+      std::copy(bias.begin(), bias.end(), q.float_bias.data<float>());
+    } else {
+      const ir::Value* y = node.output(0);
+      const bool graph_output =
+          std::find(graph.outputs().begin(), graph.outputs().end(), y) != graph.outputs().end();
+      if (y->uses().size() == 1 && !graph_output) {
+        if (std::optional<std::vector<float>> row = BiasRow(*y->uses()[0].node, y, n)) {
+          bias_add = y->uses()[0].node;
+          q.float_bias = Tensor(DType::kFloat32, {n});
+          std::copy(row->begin(), row->end(), q.float_bias.data<float>());
+          d.folded_bias[bias_add] = &node;
+        }
+      }
+    }
+    d.dynamic[&node] = std::move(q);
+    d.dynamic_bias_add[&node] = bias_add;
+  }
+  return d;
+}
+
+absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
+                                              const std::map<std::string, TensorRange>& ranges,
+                                              const QuantizeOptions& options) {
+  QCC_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> excluded, Excluded(graph, options));
+  QuantDecision d;
+  const absl::flat_hash_set<const ir::Node*> float_results =
+      options.fixed_params.empty() ? FloatResultCandidates(graph)
+                                   : absl::flat_hash_set<const ir::Node*>();
+  // An activation such a GEMM reads gets a zero point from its range even in symmetric mode:
+  // the GEMM folds it into its int32 bias at no cost, and a transformer's GELU, LayerNorm and
+  // attention outputs are far from symmetric (a symmetric grid leaves levels unused). Every
+  // int8 step takes zero points, so other int8 readers of the tensor are unaffected.
+  auto gemm_input = [&](const ir::Value* v) {
+    for (const ir::Use& u : v->uses()) {
+      if (u.index == 0 && float_results.contains(u.node)) return true;
+    }
+    return false;
+  };
   auto params_of = [&](const ir::Value* v) -> std::optional<QuantParams> {
     auto known = d.params.find(v);
     if (known != d.params.end()) return known->second;
     auto fixed = options.fixed_params.find(v->name());
     if (fixed != options.fixed_params.end()) return fixed->second;
+    const bool zero_point = gemm_input(v);
     auto it = ranges.find(v->name());
     if (it == ranges.end()) return std::nullopt;
     TensorRange range = it->second;
+    if (auto a = options.asymmetric_ranges.find(v->name());
+        zero_point && a != options.asymmetric_ranges.end()) {
+      range = a->second;
+    }
     // No levels where every consumer is constant (a HardSwish input below -3): those values
     // saturate to the edge of the range, where the consumers give what they would have.
     if (auto interval = SaturationInterval(graph, *v)) {
@@ -383,7 +536,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       range.hi = std::max(std::min(range.hi, interval->second), 0.0f);
       d.saturation[v] = *interval;
     }
-    return ParamsForRange(range, options.asymmetric);
+    return ParamsForRange(range, options.asymmetric || zero_point);
   };
   for (const auto& owned : graph.nodes()) {
     const ir::Node& node = *owned;
@@ -442,6 +595,19 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       }
     }
     if (missing) continue;
+    // An Add with no input computed in int8 stays in float: it would quantize both inputs only
+    // to add them (a transformer's residual Adds between float LayerNorms and fp32-result
+    // GEMMs). Models with Q/DQ pairs decide for themselves.
+    if (node.kind() == OpKind::kAdd && options.fixed_params.empty()) {
+      bool int8_input = false;
+      for (const ir::Value* v : node.inputs()) {
+        int8_input |= v != nullptr && v->producer() != nullptr && d.runs_int8(v->producer());
+      }
+      if (!int8_input) {
+        d.notes.push_back(where + "no input is computed in int8");
+        continue;
+      }
+    }
     const QuantParams in = *params_of(x);
     const QuantParams out = *params_of(y);
     if (node.kind() == OpKind::kConv || node.kind() == OpKind::kGemm ||
@@ -467,6 +633,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     d.int8[&node] = true;
     for (const ir::Value* v : data) d.params[v] = *params_of(v);
   }
+  AssignFloatResults(graph, float_results, d);
   return d;
 }
 

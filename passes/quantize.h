@@ -39,6 +39,9 @@ struct QuantizeOptions {
   bool asymmetric = false;
   /// Node names and op names (ONNX spelling, e.g. "Add") that stay in float.
   std::vector<std::string> exclude;
+  /// Ranges with a zero point, by tensor name, for the tensors fp32-result GEMMs read (see
+  /// QuantDecision::float_result), in either mode; a tensor not here keeps its range above.
+  std::map<std::string, TensorRange> asymmetric_ranges;
   /// Parameters the model gives (a QDQ model's Q/DQ pairs, passes/absorb_qdq.h), by value name;
   /// they take precedence over the ranges.
   std::map<std::string, QuantParams> fixed_params;
@@ -51,7 +54,9 @@ struct QuantizeOptions {
 struct QuantizedWeights {
   Tensor weights;     ///< i8, [K, C/g, R, S] or [N, K]
   Tensor bias;        ///< i32 [K]: round(b / (s_in * s_w[k])) - zp_in * sum(w[k])
-  Tensor multiplier;  ///< f32 [K]: RequantMultiplier(s_in, s_w[k], s_out) (times Gemm's alpha)
+  Tensor multiplier;  ///< f32 [K]: RequantMultiplier(s_in, s_w[k], s_out) (times Gemm's alpha);
+                      ///< s_in * s_w[k] for a float_result MatMul
+  Tensor float_bias;  ///< f32 [K]: a float_result MatMul's folded bias (undefined: none)
   std::vector<float> weight_scales;
 };
 
@@ -71,6 +76,19 @@ struct QuantDecision {
   absl::flat_hash_map<const ir::Value*, std::pair<float, float>> saturation;
   /// One line per node kept in float that could have been int8, saying why (for the user).
   std::vector<std::string> notes;
+  /// int8 MatMuls of a Linear layer on [.., tokens, K] activations (a transformer's projections
+  /// and feed-forward layers) whose result no int8 node reads: they give an fp32 result
+  /// (backend_cpu/kernels/qgemm.h), the accumulator scaled by s_in * s_w (their multipliers),
+  /// with the layer's bias Add folded in when it follows. Their output has no QuantParams. The
+  /// value is the folded Add, or null.
+  absl::flat_hash_map<const ir::Node*, const ir::Node*> float_result;
+  /// The Adds folded into a float_result or dynamic MatMul (no step of their own), with it.
+  absl::flat_hash_map<const ir::Node*, const ir::Node*> folded_bias;
+  /// Dynamic quantization (AssignDynamic): MatMul/Gemm nodes whose activations are quantized at
+  /// run time, with their int8 weights, weight_scales and float_bias (multiplier and bias
+  /// unused), and the bias Add folded in (or null) as in float_result.
+  absl::flat_hash_map<const ir::Node*, QuantizedWeights> dynamic;
+  absl::flat_hash_map<const ir::Node*, const ir::Node*> dynamic_bias_add;
   /// Output channels of int8 Conv/Gemm/MatMul whose weight scale was widened so that their
   /// int32 bias fits (weights tiny next to the bias), and the nodes they are in.
   int widened_channels = 0;
@@ -96,6 +114,12 @@ std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph
 absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
                                               const std::map<std::string, TensorRange>& ranges,
                                               const QuantizeOptions& options);
+
+/// Dynamic quantization (`qcc compile --int8 --dynamic`, no table): every MatMul with a constant
+/// [K, N] weight and every Gemm (transA 0, constant weight and bias, no fused activation) not
+/// excluded gets int8 weights (per channel unless !options.per_channel) and quantizes its
+/// activation at run time; a MatMul's following bias Add is folded in. Nothing else is int8.
+absl::StatusOr<QuantDecision> AssignDynamic(const ir::Graph& graph, const QuantizeOptions& options);
 
 }  // namespace qcc::passes
 

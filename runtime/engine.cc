@@ -116,6 +116,17 @@ absl::StatusOr<std::shared_ptr<const Engine>> Engine::CreateFrom(Plan plan, Engi
       return absl::InvalidArgumentError(absl::StrCat(source, ": ", prepared.status().message()));
     }
     engine->steps_.push_back(std::move(*prepared));
+    if (step.kind == static_cast<uint32_t>(StepKind::kGather)) {
+      const PlanBuffer& data = p.buffers[step.inputs[0]];
+      const int64_t rank = static_cast<int64_t>(data.dims.size());
+      int64_t axis = step.ints.empty() ? 0 : step.ints[0];  // prepared: in [-rank, rank)
+      if (axis < 0) axis += rank;
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        if (p.inputs[k].buffer == step.inputs[1] && data.dims[axis] >= 0) {
+          engine->index_checks_.push_back({k, data.dims[axis], step.name});
+        }
+      }
+    }
   }
   return std::shared_ptr<const Engine>(std::move(engine));
 }
@@ -173,6 +184,18 @@ absl::StatusOr<int64_t> Engine::CheckInputs(absl::Span<const Tensor> inputs) con
     }
     batch = b;
     batch_from = i;
+  }
+  for (const IndexCheck& check : index_checks_) {
+    const Tensor& t = inputs[check.input];
+    for (int64_t j = 0; j < t.numel(); ++j) {
+      const int64_t id = t.GetAsInt64(j);
+      if (id < -check.extent || id >= check.extent) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", check.input, " '", inputs_[check.input].name, "': id ", id,
+                         " at element ", j, " is outside the table of ", check.extent,
+                         " rows that step '", check.step, "' looks it up in"));
+      }
+    }
   }
   return batch == -1 ? batch_max() : batch;
 }

@@ -81,8 +81,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const Plan& plan() const { return plan_; }
 
   /// Checks `inputs` against inputs() (count, dtype, rank, every extent but the batch, the
-  /// batch within [batch_min, batch_max] and equal across inputs) and returns the batch.
-  /// InvalidArgument naming the input, the expected shape and what was given.
+  /// batch within [batch_min, batch_max] and equal across inputs, and ids a Gather step looks
+  /// up within its table) and returns the batch. InvalidArgument naming the input, the expected
+  /// shape and what was given (or the id and the table's extent).
   absl::StatusOr<int64_t> CheckInputs(absl::Span<const Tensor> inputs) const;
   /// The dims of output `i` at `batch`.
   Dims OutputDims(size_t i, int64_t batch) const;
@@ -99,6 +100,14 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<std::unique_ptr<PreparedStep>> steps_;
   std::vector<void*> weight_addresses_;  // by buffer id: a weight's bytes, else nullptr
+  /// Integer inputs a Gather step indexes with (token ids into an embedding table): CheckInputs
+  /// refuses an id outside [-extent, extent).
+  struct IndexCheck {
+    size_t input = 0;
+    int64_t extent = 0;
+    std::string step;
+  };
+  std::vector<IndexCheck> index_checks_;
 };
 
 /// One thread's state for running an Engine: its arena (grown to the largest batch run so far)

@@ -11,8 +11,11 @@
 #include "backend_cpu/kernels/elementwise_binary.h"
 #include "backend_cpu/kernels/elementwise_unary.h"
 #include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/matmul.h"
 #include "backend_cpu/kernels/movement.h"
+#include "backend_cpu/kernels/norm.h"
 #include "backend_cpu/kernels/pool.h"
+#include "backend_cpu/kernels/reduce.h"
 #include "backend_cpu/kernels/softmax.h"
 #include "runtime/step_exec.h"
 #include "support/status.h"
@@ -45,6 +48,25 @@ absl::Status CheckSameDims(const StepPrepareContext& c, const PlanBuffer& b, abs
     QCC_RETURN_IF_ERROR(c.CheckDims(b, role, batch, DimsAtBatch(like, batch)));
   }
   return absl::OkStatus();
+}
+
+/// The numpy broadcast of `a` and `b`'s dims at `batch` over all but their last `matrix` axes
+/// (Binary: 0; MatMul: 2, whose last two extents the caller sets); an error when they differ.
+absl::StatusOr<Dims> BroadcastDims(const StepPrepareContext& c, const PlanBuffer& a,
+                                   const PlanBuffer& b, size_t matrix, int64_t batch) {
+  const Dims ad = DimsAtBatch(a, batch), bd = DimsAtBatch(b, batch);
+  const size_t rank = std::max(ad.size(), bd.size());
+  Dims out(rank, 0);
+  for (size_t i = 0; i + matrix < rank; ++i) {
+    const int64_t ea = i + ad.size() >= rank ? ad[i + ad.size() - rank] : 1;
+    const int64_t eb = i + bd.size() >= rank ? bd[i + bd.size() - rank] : 1;
+    if (ea != eb && ea != 1 && eb != 1) {
+      return c.Error(absl::StrCat("A ", DimsToString(ad), " and B ", DimsToString(bd),
+                                  " do not broadcast at batch ", batch));
+    }
+    out[i] = ea == 1 ? eb : ea;
+  }
+  return out;
 }
 
 // ---- Conv ----
@@ -217,7 +239,7 @@ absl::StatusOr<UnaryStepParams> PrepareUnary(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
   QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
-  if (p.op < 0 || p.op > static_cast<int64_t>(UnaryOp::kLeakyRelu)) {
+  if (p.op < 0 || p.op > static_cast<int64_t>(UnaryOp::kGelu)) {
     return c.Error(absl::StrCat("unknown unary op ", p.op));
   }
   return p;
@@ -252,6 +274,15 @@ void RunUnary(const UnaryStepParams& s, const StepRunContext& c) {
     case UnaryOp::kLeakyRelu:
       p.kind = cpu::UnaryKind::kLeakyRelu;
       break;
+    case UnaryOp::kErf:
+      p.kind = cpu::UnaryKind::kErf;
+      break;
+    case UnaryOp::kSqrt:
+      p.kind = cpu::UnaryKind::kSqrt;
+      break;
+    case UnaryOp::kGelu:
+      p.kind = cpu::UnaryKind::kGelu;
+      break;
   }
   cpu::UnaryFloat<float>(p, x, y, n, c.num_threads);
 }
@@ -274,18 +305,7 @@ absl::StatusOr<BinaryState> PrepareBinary(const StepPrepareContext& c) {
     return c.Error(absl::StrCat("unknown binary op ", p.op));
   }
   for (int64_t batch : c.batches()) {
-    const Dims ad = DimsAtBatch(*a, batch), bd = DimsAtBatch(*b, batch);
-    const size_t rank = std::max(ad.size(), bd.size());
-    Dims want(rank);
-    for (size_t i = 0; i < rank; ++i) {
-      const int64_t ea = i + ad.size() >= rank ? ad[i + ad.size() - rank] : 1;
-      const int64_t eb = i + bd.size() >= rank ? bd[i + bd.size() - rank] : 1;
-      if (ea != eb && ea != 1 && eb != 1) {
-        return c.Error(absl::StrCat("A ", DimsToString(ad), " and B ", DimsToString(bd),
-                                    " do not broadcast at batch ", batch));
-      }
-      want[i] = ea == 1 ? eb : ea;
-    }
+    QCC_ASSIGN_OR_RETURN(const Dims want, BroadcastDims(c, *a, *b, 0, batch));
     QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
   }
   return BinaryState{static_cast<BinaryOp>(p.op), ToActivation(p.activation)};
@@ -313,6 +333,132 @@ void RunBinary(const BinaryState& s, const StepRunContext& c) {
       break;
   }
   cpu::ApplyActivationF32(s.activation, y, plan.numel);
+}
+
+// ---- MatMul (batched, numpy broadcasting) ----
+
+absl::StatusOr<NoStepParams> PrepareMatMul(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 2, 1));
+  QCC_ASSIGN_OR_RETURN(const NoStepParams p, c.Decode<NoStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* b, c.Input(1, "B", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  if (a->dims.size() < 2 || b->dims.size() < 2) return c.Error("A and B need rank >= 2");
+  for (int64_t batch : c.batches()) {
+    const Dims ad = DimsAtBatch(*a, batch), bd = DimsAtBatch(*b, batch);
+    if (ad[ad.size() - 1] != bd[bd.size() - 2]) {
+      return c.Error(absl::StrCat("A ", DimsToString(ad), " and B ", DimsToString(bd),
+                                  " do not multiply at batch ", batch));
+    }
+    QCC_ASSIGN_OR_RETURN(Dims want, BroadcastDims(c, *a, *b, 2, batch));
+    want[want.size() - 2] = ad[ad.size() - 2];
+    want[want.size() - 1] = bd[bd.size() - 1];
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
+  }
+  return p;
+}
+
+void RunMatMul(const NoStepParams&, const StepRunContext& c) {
+  const Dims ad = c.in_dims(0), bd = c.in_dims(1), yd = c.out_dims(0);
+  const size_t rank = yd.size();
+  cpu::MatMulF32Params p;
+  p.m = ad[ad.size() - 2];
+  p.k = ad[ad.size() - 1];
+  p.n = bd[bd.size() - 1];
+  p.num_threads = c.num_threads;
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    p.batch.push_back(yd[i]);
+    p.a_batch.push_back(i + ad.size() >= rank ? ad[i + ad.size() - rank] : 1);
+    p.b_batch.push_back(i + bd.size() >= rank ? bd[i + bd.size() - rank] : 1);
+  }
+  if (NumElements(yd) == 0) return;
+  cpu::MatMulF32(p, c.in<float>(0), c.in<float>(1), c.out<float>(0));
+}
+
+// ---- Reduce ----
+
+absl::StatusOr<ReduceStepParams> PrepareReduce(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const ReduceStepParams p, c.Decode<ReduceStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  if (p.op != static_cast<int64_t>(ReduceOp::kSum) &&
+      p.op != static_cast<int64_t>(ReduceOp::kMean)) {
+    return c.Error(absl::StrCat("unknown reduce op ", p.op));
+  }
+  const int64_t rank = static_cast<int64_t>(x->dims.size());
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    if (p.axes[i] < 0 || p.axes[i] >= rank || (i > 0 && p.axes[i] <= p.axes[i - 1])) {
+      return c.Error("axes must ascend within the input's rank");
+    }
+  }
+  for (int64_t batch : c.batches()) {
+    const Dims xd = DimsAtBatch(*x, batch);
+    Dims kept, kept_ones;
+    for (int64_t a = 0; a < rank; ++a) {
+      const bool reduced = std::find(p.axes.begin(), p.axes.end(), a) != p.axes.end();
+      if (!reduced) kept.push_back(xd[a]);
+      kept_ones.push_back(reduced ? 1 : xd[a]);
+    }
+    const Dims yd = DimsAtBatch(*y, batch);
+    if (yd != kept && yd != kept_ones) {
+      return c.Error(absl::StrCat("output Y is ", DimsToString(yd), "; reducing ", DimsToString(xd),
+                                  " gives ", DimsToString(kept_ones), " at batch ", batch));
+    }
+  }
+  return p;
+}
+
+void RunReduce(const ReduceStepParams& s, const StepRunContext& c) {
+  cpu::ReduceParams p;
+  p.kind = s.op == static_cast<int64_t>(ReduceOp::kMean) ? cpu::ReduceKind::kMean
+                                                         : cpu::ReduceKind::kSum;
+  p.dims = c.in_dims(0);
+  p.reduced.assign(p.dims.size(), false);
+  for (int64_t a : s.axes) p.reduced[a] = true;
+  cpu::Reduce<float>(p, c.in<float>(0), c.out<float>(0));
+}
+
+// ---- LayerNorm ----
+
+struct LayerNormState {
+  int64_t axis = 0;
+  float epsilon = 0.0f;
+};
+
+absl::StatusOr<LayerNormState> PrepareLayerNorm(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 3, 1));
+  QCC_ASSIGN_OR_RETURN(const LayerNormStepParams p, c.Decode<LayerNormStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, -2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
+  QCC_ASSIGN_OR_RETURN(const int64_t axis,
+                       NormalizeStepAxis(c, p.axis, static_cast<int64_t>(x->dims.size())));
+  if (axis == 0 && x->dims[0] == -1) return c.Error("normalizing over the batch axis");
+  if (!(p.epsilon >= 0.0f) || !std::isfinite(p.epsilon)) return c.Error("invalid epsilon");
+  const int64_t cols = ProductOf(x->dims, axis, x->dims.size());
+  for (size_t i = 1; i < 3; ++i) {
+    if (c.input(i) == nullptr) {
+      if (i == 1) return c.Error("LayerNorm needs a scale");
+      continue;
+    }
+    QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(i, i == 1 ? "scale" : "bias", kF32));
+    if (NumElements(w->dims) != cols || (!w->dims.empty() && w->dims[0] == -1)) {
+      return c.Error(absl::StrCat(i == 1 ? "scale" : "bias", " has ", NumElements(w->dims),
+                                  " values; the normalized axes hold ", cols));
+    }
+  }
+  return LayerNormState{axis, p.epsilon};
+}
+
+void RunLayerNorm(const LayerNormState& s, const StepRunContext& c) {
+  const Dims x = c.in_dims(0);
+  const int64_t cols = ProductOf(x, s.axis, x.size());
+  const int64_t rows = ProductOf(x, 0, s.axis);
+  if (rows * cols == 0) return;
+  cpu::LayerNormF32(rows, cols, c.in<float>(0), c.in<float>(1),
+                    c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, s.epsilon,
+                    c.out<float>(0), nullptr, nullptr, c.num_threads);
 }
 
 // ---- Pools ----
@@ -417,6 +563,9 @@ void RunConcat(const int64_t& axis, const StepRunContext& c) {
 void RegisterFloatSteps(StepRegistry& r) {
   r.Add(StepKind::kConv, PrepareStep<cpu::ConvF32Params, PrepareConv, RunConv, ConvScratch>);
   r.Add(StepKind::kGemm, PrepareStep<GemmState, PrepareGemm, RunGemm>);
+  r.Add(StepKind::kMatMul, PrepareStep<NoStepParams, PrepareMatMul, RunMatMul>);
+  r.Add(StepKind::kReduce, PrepareStep<ReduceStepParams, PrepareReduce, RunReduce>);
+  r.Add(StepKind::kLayerNorm, PrepareStep<LayerNormState, PrepareLayerNorm, RunLayerNorm>);
   r.Add(StepKind::kSoftmax, PrepareStep<int64_t, PrepareSoftmax, RunSoftmax>);
   r.Add(StepKind::kUnary, PrepareStep<UnaryStepParams, PrepareUnary, RunUnary>);
   r.Add(StepKind::kBinary, PrepareStep<BinaryState, PrepareBinary, RunBinary>);

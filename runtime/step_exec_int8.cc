@@ -3,6 +3,7 @@
 // kernel of its own: it copies or rescales each input's rows with RequantizeS8.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/nn_parallel.h"
@@ -12,6 +13,7 @@
 #include "backend_cpu/kernels/qlut.h"
 #include "backend_cpu/kernels/qpool.h"
 #include "runtime/step_exec.h"
+#include "support/quantize.h"
 #include "support/status.h"
 
 namespace qcc::runtime {
@@ -188,11 +190,14 @@ struct QGemmState {
 };
 
 absl::StatusOr<QGemmState> PrepareQGemm(const StepPrepareContext& c) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(4, 4, 1));
+  // An f32 output: the fp32 result form, with an optional float bias after the multiplier.
+  const bool float_out = c.step().outputs.size() == 1 && c.output(0).dtype == DType::kFloat32;
+  QCC_RETURN_IF_ERROR(c.CheckCounts(4, float_out ? 5 : 4, 1));
   QCC_ASSIGN_OR_RETURN(const QGemmStepParams params, c.Decode<QGemmStepParams>());
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kI8, -2));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kI8, 2));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8, -2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y,
+                       c.Output(0, "Y", float_out ? DType::kFloat32 : kI8, -2));
   QCC_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> weights, c.WeightBytes(1, "W"));
   QCC_RETURN_IF_ERROR(CheckInt8Value(c, params.zp_out, "output zero point"));
   QCC_RETURN_IF_ERROR(CheckClamp(c, params.lo, params.hi));
@@ -204,6 +209,9 @@ absl::StatusOr<QGemmState> PrepareQGemm(const StepPrepareContext& c) {
   }
   QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 2, "bias", kI32, n, /*optional=*/true));
   QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 3, "multiplier", kF32, n, /*optional=*/false));
+  if (float_out) {
+    QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 4, "float bias", kF32, n, /*optional=*/true));
+  }
   for (int64_t batch : c.batches()) {
     const int64_t m = NumElements(DimsAtBatch(*a, batch)) / k;
     if (NumElements(DimsAtBatch(*y, batch)) != m * n) {
@@ -231,7 +239,99 @@ void RunQGemm(const QGemmState& s, const StepRunContext& c) {
   p.a = c.in<int8_t>(0);
   p.bias = c.in<int32_t>(2);
   p.multiplier = c.in<float>(3);
-  p.y = c.out<int8_t>(0);
+  if (c.plan->buffers[c.step->outputs[0]].dtype == DType::kFloat32) {
+    p.y_f32 = c.out<float>(0);
+    p.bias_f32 = c.step->inputs.size() > 4 ? c.in<float>(4) : nullptr;
+  } else {
+    p.y = c.out<int8_t>(0);
+  }
+  p.num_threads = c.num_threads;
+  cpu::QGemm(p, s.packed);
+}
+
+// ---- DynamicQGemm ----
+
+struct DynamicQGemmState {
+  cpu::QGemmParams p;  // n, k; the rest per run
+  cpu::PackedQGemmWeights packed;
+  std::vector<int64_t> row_sums;  // sum_k w[n, k]: the activation zero point's correction
+};
+
+absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(3, 4, 1));
+  QCC_RETURN_IF_ERROR(c.Decode<NoStepParams>().status());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, -2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kI8, 2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, -2));
+  QCC_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> weights, c.WeightBytes(1, "W"));
+  const int64_t n = w->dims[0], k = w->dims[1];
+  if (n < 1 || k < 1 || x->dims.back() != k || y->dims.back() != n) {
+    return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
+                                " does not fit X '", x->name, "' ", DimsToString(x->dims),
+                                " -> Y '", y->name, "' ", DimsToString(y->dims)));
+  }
+  QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 2, "weight scale", kF32, n, /*optional=*/false));
+  QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 3, "bias", kF32, n, /*optional=*/true));
+  for (int64_t batch : c.batches()) {
+    const int64_t m = NumElements(DimsAtBatch(*x, batch)) / k;
+    if (NumElements(DimsAtBatch(*y, batch)) != m * n) {
+      return c.Error(absl::StrCat("output Y '", y->name, "' ", DimsToString(y->dims),
+                                  " does not hold the [", m, ", ", n, "] product at batch ",
+                                  batch));
+    }
+  }
+  DynamicQGemmState s;
+  s.p.n = n;
+  s.p.k = k;
+  s.p.b = reinterpret_cast<const int8_t*>(weights.data());
+  s.packed = cpu::PackQGemmWeights(s.p);
+  s.row_sums.assign(n, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < k; ++i) s.row_sums[r] += s.p.b[r * k + i];
+  }
+  s.p.b = nullptr;
+  return s;
+}
+
+/// Scratch: the quantized X (rounded up to 64 bytes), then the int32 corrections and the
+/// multipliers of the run.
+int64_t DynamicQGemmScratch(const DynamicQGemmState& s, const StepRunContext& c) {
+  const int64_t a = (NumElements(c.in_dims(0)) + 63) / 64 * 64;
+  return a + 8 * s.p.n;
+}
+
+void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
+  const int64_t total = NumElements(c.in_dims(0));
+  cpu::QGemmParams p = s.p;
+  p.m = total / p.k;
+  if (p.m == 0) return;
+  const float* x = c.in<float>(0);
+  // The range of this run's X, 0 included (NaN is skipped; infinities fall back to [-1, 1]).
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < total; ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -1.0f, hi = 1.0f;
+  cpu::QuantizeS8Params q;
+  q.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  if (!(q.scale > 0.0f) || !std::isfinite(q.scale)) q.scale = 1.0f;
+  q.zero_point = Saturate(-128.0f - lo / q.scale, 0, kInt8Min, kInt8Max);
+  auto* a = static_cast<int8_t*>(c.scratch);
+  cpu::QuantizeF32ToS8(q, total, x, a, c.num_threads);
+  auto* bias =
+      reinterpret_cast<int32_t*>(static_cast<uint8_t*>(c.scratch) + (total + 63) / 64 * 64);
+  auto* multiplier = reinterpret_cast<float*>(bias + p.n);
+  const float* w_scale = c.in<float>(2);
+  for (int64_t n = 0; n < p.n; ++n) {
+    bias[n] = static_cast<int32_t>(static_cast<uint32_t>(-int64_t{q.zero_point} * s.row_sums[n]));
+    multiplier[n] = q.scale * w_scale[n];
+  }
+  p.a = a;
+  p.bias = bias;
+  p.multiplier = multiplier;
+  p.y_f32 = c.out<float>(0);
+  p.bias_f32 = c.step->inputs.size() > 3 ? c.in<float>(3) : nullptr;
   p.num_threads = c.num_threads;
   cpu::QGemm(p, s.packed);
 }
@@ -436,6 +536,8 @@ void RegisterInt8Steps(StepRegistry& r) {
         PrepareStep<cpu::RequantizeS8Params, PrepareRequantize, RunRequantize>);
   r.Add(StepKind::kQConv, PrepareStep<QConvState, PrepareQConv, RunQConv, QConvScratch>);
   r.Add(StepKind::kQGemm, PrepareStep<QGemmState, PrepareQGemm, RunQGemm>);
+  r.Add(StepKind::kDynamicQGemm,
+        PrepareStep<DynamicQGemmState, PrepareDynamicQGemm, RunDynamicQGemm, DynamicQGemmScratch>);
   r.Add(StepKind::kQAdd, PrepareStep<cpu::AddS8Params, PrepareQAdd, RunQAdd>);
   r.Add(StepKind::kQMaxPool, PrepareStep<QPoolState, PrepareQMaxPool, RunQMaxPool>);
   r.Add(StepKind::kQAveragePool, PrepareStep<QPoolState, PrepareQAveragePool, RunQAveragePool>);

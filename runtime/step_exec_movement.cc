@@ -208,7 +208,7 @@ void RunPad(const PadState& s, const StepRunContext& c) {
 
 }  // namespace
 
-// ---- Cast (f16 <-> f32) ----
+// ---- Cast (f16 <-> f32, integers -> f32) ----
 
 absl::StatusOr<NoStepParams> PrepareCast(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const NoStepParams p, c.Decode<NoStepParams>());
@@ -217,21 +217,115 @@ absl::StatusOr<NoStepParams> PrepareCast(const StepPrepareContext& c) {
   const PlanBuffer& y = c.output(0);
   const bool widen = x != nullptr && x->dtype == DType::kFloat16 && y.dtype == DType::kFloat32;
   const bool narrow = x != nullptr && x->dtype == DType::kFloat32 && y.dtype == DType::kFloat16;
-  if (!widen && !narrow) return c.Error("Cast converts f16 to f32 or f32 to f16 only");
+  const bool from_int =
+      x != nullptr &&
+      (x->dtype == DType::kInt64 || x->dtype == DType::kInt32 || x->dtype == DType::kBool) &&
+      y.dtype == DType::kFloat32;
+  if (!widen && !narrow && !from_int) {
+    return c.Error("Cast converts f16 to f32, f32 to f16, or i64, i32, bool to f32 only");
+  }
   for (int64_t batch : c.batches()) {
     QCC_RETURN_IF_ERROR(c.CheckDims(y, "output", batch, DimsAtBatch(*x, batch)));
   }
   return p;
 }
 
+namespace {
+
+template <typename T>
+void IntToFloat(int64_t n, const T* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+}
+
+}  // namespace
+
 void RunCast(const NoStepParams&, const StepRunContext& c) {
   const int64_t n = NumElements(c.in_dims(0));
-  if (c.plan->buffers[c.step->inputs[0]].dtype == DType::kFloat16) {
-    cpu::ConvertF16ToF32(n, c.in<uint16_t>(0), c.out<float>(0), c.num_threads);
-  } else {
-    cpu::ConvertF32ToF16(n, c.in<float>(0), c.out<uint16_t>(0), c.num_threads);
+  switch (c.plan->buffers[c.step->inputs[0]].dtype) {
+    case DType::kFloat16:
+      cpu::ConvertF16ToF32(n, c.in<uint16_t>(0), c.out<float>(0), c.num_threads);
+      return;
+    case DType::kInt64:
+      IntToFloat(n, c.in<int64_t>(0), c.out<float>(0));
+      return;
+    case DType::kInt32:
+      IntToFloat(n, c.in<int32_t>(0), c.out<float>(0));
+      return;
+    case DType::kBool:
+      IntToFloat(n, c.in<uint8_t>(0), c.out<float>(0));
+      return;
+    default:
+      cpu::ConvertF32ToF16(n, c.in<float>(0), c.out<uint16_t>(0), c.num_threads);
   }
 }
+
+// ---- Gather ----
+
+namespace {
+
+struct GatherState {
+  int64_t axis = 0;
+};
+
+absl::StatusOr<GatherState> PrepareGather(const StepPrepareContext& c) {
+  QCC_ASSIGN_OR_RETURN(const AxisStepParams p, c.Decode<AxisStepParams>());
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 2, 1));
+  const PlanBuffer* data = c.input(0);
+  const PlanBuffer* indices = c.input(1);
+  if (data == nullptr || indices == nullptr) return c.Error("Gather needs data and indices");
+  if (indices->dtype != DType::kInt64 && indices->dtype != DType::kInt32) {
+    return c.Error(
+        absl::StrCat("indices are ", DTypeName(indices->dtype), "; expected i64 or i32"));
+  }
+  const PlanBuffer& y = c.output(0);
+  if (y.dtype != data->dtype) return c.Error("output and data dtypes differ");
+  if (data->dims.empty()) return c.Error("data is a scalar");
+  QCC_ASSIGN_OR_RETURN(const int64_t axis,
+                       NormalizeStepAxis(c, p.axis, static_cast<int64_t>(data->dims.size())));
+  for (int64_t batch : c.batches()) {
+    const Dims d = DimsAtBatch(*data, batch), i = DimsAtBatch(*indices, batch);
+    Dims want(d.begin(), d.begin() + axis);
+    want.insert(want.end(), i.begin(), i.end());
+    want.insert(want.end(), d.begin() + axis + 1, d.end());
+    QCC_RETURN_IF_ERROR(c.CheckDims(y, "output", batch, want));
+  }
+  return GatherState{axis};
+}
+
+template <typename I>
+void GatherRows(const GatherState& s, const StepRunContext& c, const I* idx) {
+  const Dims d = c.in_dims(0);
+  const int64_t outer = ProductOf(d, 0, s.axis), extent = d[s.axis];
+  const int64_t inner = ProductOf(d, s.axis + 1, d.size()) *
+                        static_cast<int64_t>(DTypeSize(c.plan->buffers[c.step->inputs[0]].dtype));
+  const int64_t n = NumElements(c.in_dims(1));
+  const auto* in = c.in<uint8_t>(0);
+  auto* out = c.out<uint8_t>(0);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t i = static_cast<int64_t>(idx[j]);
+      if (i < 0) i += extent;
+      uint8_t* dst = out + (o * n + j) * inner;
+      // Ids from a plan input were checked by Engine::CheckInputs; a computed index out of
+      // range gives a zero row, never a read outside the data.
+      if (i < 0 || i >= extent) {
+        std::memset(dst, 0, inner);
+      } else {
+        std::memcpy(dst, in + (o * extent + i) * inner, inner);
+      }
+    }
+  }
+}
+
+void RunGather(const GatherState& s, const StepRunContext& c) {
+  if (c.plan->buffers[c.step->inputs[1]].dtype == DType::kInt64) {
+    GatherRows(s, c, c.in<int64_t>(1));
+  } else {
+    GatherRows(s, c, c.in<int32_t>(1));
+  }
+}
+
+}  // namespace
 
 void RegisterMovementSteps(StepRegistry& r) {
   r.Add(StepKind::kCast, PrepareStep<NoStepParams, PrepareCast, RunCast>);
@@ -239,6 +333,7 @@ void RegisterMovementSteps(StepRegistry& r) {
   r.Add(StepKind::kTranspose, PrepareStep<std::vector<int64_t>, PrepareTranspose, RunTranspose>);
   r.Add(StepKind::kSlice, PrepareStep<SliceStepParams, PrepareSlice, RunSlice>);
   r.Add(StepKind::kPad, PrepareStep<PadState, PreparePad, RunPad>);
+  r.Add(StepKind::kGather, PrepareStep<GatherState, PrepareGather, RunGather>);
 }
 
 }  // namespace qcc::runtime

@@ -10,7 +10,8 @@
 //   Requantize          X i8 -> Y i8
 //   QConv               X i8 [N,C,H,W], W i8 [K,C/g,R,S], bias i32 [K], multiplier f32 [K]
 //   QGemm               A i8 [M,K] (leading dims flattened), W i8 [N,K], bias i32 [N],
-//                       multiplier f32 [N] -> Y i8 [M,N]
+//                       multiplier f32 [N] -> Y i8 [M,N]; or with Y f32: multiplier = s_a * s_w,
+//                       an optional fifth operand float bias f32 [N] (qgemm.h's fp32 result)
 //   QAdd                A i8, B i8 (same shape) -> Y i8
 //   QMaxPool, QAveragePool, QGlobalAveragePool   X i8 NCHW -> Y i8
 //   QLut                X i8, table i8 [256] -> Y i8
@@ -23,11 +24,19 @@
 //   Unary               X f32 -> Y f32          Binary   A f32, B f32 (numpy broadcast) -> Y f32
 //   MaxPool, AveragePool, GlobalAveragePool    X f32 NCHW -> Y f32
 //   Concat              X0..Xn f32 -> Y f32 along `axis`
-//   Cast                X f16 -> Y f32, or X f32 -> Y f16 (same shape; fp16 model inputs/outputs)
+//   Cast                X f16 -> Y f32, X f32 -> Y f16, or X i64/i32/bool -> Y f32 (same shape)
 //   Resize              X -> Y (f32 any filter; any dtype nearest), per-axis parameters; the
 //                       batch axis is kept (scale 1)
 //   Expand              X (any dtype) -> Y, numpy broadcast to the output buffer's dims
 //   BatchAffine         no inputs -> Y i64, i32 or f32 [n]: offset[i] + coef[i] * batch
+//   Gather              data (any dtype), indices i64/i32 -> Y: data's rows along `axis`
+//   MatMul              A f32 [..,M,K], B f32 [..,K,N] (batch axes broadcast) -> Y f32 [..,M,N]
+//   Reduce              X f32 -> Y f32, sum or mean over `axes`
+//   LayerNorm           X f32, scale f32, bias f32 (or absent) -> Y f32
+//   DynamicQGemm        X f32 [M,K] (leading dims flattened), W i8 [N,K], weight scale f32 [N],
+//                       bias f32 [N] (or absent) -> Y f32 [M,N]: X quantized per run with the
+//                       zero point and scale of its [min, max] (0 included), then qgemm.h's
+//                       fp32 result with multiplier s_x * s_w
 #ifndef QCC_RUNTIME_STEPS_H_
 #define QCC_RUNTIME_STEPS_H_
 
@@ -295,7 +304,11 @@ enum class UnaryOp : int64_t {
   kHardSigmoid,
   kHardSwish,
   kClip,
-  kLeakyRelu
+  kLeakyRelu,
+  // Appended (issue 13); the CUDA runtime implements the ones up to kLeakyRelu.
+  kErf,
+  kSqrt,
+  kGelu,  // x * (1 + erf(x / sqrt(2))) / 2
 };
 
 /// Unary: HardSigmoid uses alpha, beta; Clip uses [alpha, beta] as [min, max]; LeakyRelu alpha.
@@ -342,6 +355,32 @@ struct BatchAffineStepParams {
   void Visit(V& v) {
     v.Ints(offsets);
     v.Ints(coefs);
+  }
+};
+
+enum class ReduceOp : int64_t { kSum, kMean };
+
+/// Reduce: `op` over `axes` (ascending, each in [0, rank)); the output holds the kept axes in
+/// order, with or without the reduced ones as extent 1 (keepdims does not change the data).
+struct ReduceStepParams {
+  int64_t op = 0;  // ReduceOp
+  std::vector<int64_t> axes;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(op);
+    v.Ints(axes);
+  }
+};
+
+/// LayerNorm over the axes [axis, rank): y = (x - mean) / sqrt(var + epsilon) * scale + bias,
+/// with the biased variance; scale and bias (optional) have the normalized extents.
+struct LayerNormStepParams {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(axis);
+    v.Float(epsilon);
   }
 };
 

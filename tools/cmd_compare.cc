@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -102,6 +103,26 @@ class Labels {
   std::map<std::string, int> by_folder_;
   std::map<std::string, int> by_name_;
 };
+
+/// The number of pairs in a retrieval pairs file: a JSON list of [name, query, document].
+absl::StatusOr<int64_t> CountPairs(const std::string& path) {
+  QCC_RETURN_IF_ERROR(CheckRegularFile(path, "pairs file"));
+  std::ifstream in(path, std::ios::binary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array() || j.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pairs file '", path, "' is not a non-empty JSON list of [name, query, document]"));
+  }
+  for (size_t i = 0; i < j.size(); ++i) {
+    const nlohmann::json& p = j[i];
+    if (!p.is_array() || p.size() != 3 || !p[0].is_string() || !p[1].is_string() ||
+        !p[2].is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pairs file '", path, "': entry ", i, " is not [name, query, document]"));
+    }
+  }
+  return static_cast<int64_t>(j.size());
+}
 
 /// Stacks equal-shaped samples into one batch per input.
 std::vector<Tensor> Stack(const std::vector<calib::Sample>& samples) {
@@ -232,6 +253,11 @@ absl::Status CompareCommand(const CompareOptions& options) {
   } else if (!options.labels.empty()) {
     QCC_ASSIGN_OR_RETURN(labels, Labels::FromFile(options.labels, options.data));
   }
+  int64_t pairs = 0;
+  if (!options.pairs.empty()) {
+    QCC_ASSIGN_OR_RETURN(pairs, CountPairs(options.pairs));
+    if (options.max_samples > 0) pairs = std::min(pairs, options.max_samples / 2);
+  }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   PerLayer per_layer(engine->plan());
   cpu::EvalOptions eval_options;
@@ -265,6 +291,7 @@ absl::Status CompareCommand(const CompareOptions& options) {
   std::vector<OutputMetrics> metrics;
   for (const runtime::TensorInfo& out : engine->outputs()) metrics.emplace_back(out.name);
   LabelledAccuracy fp32_accuracy, plan_accuracy;
+  RetrievalMetrics retrieval;
   ProgressBar progress("samples");
   const auto start = std::chrono::steady_clock::now();
   std::vector<calib::Sample> pending;
@@ -289,6 +316,7 @@ absl::Status CompareCommand(const CompareOptions& options) {
         fp32_accuracy.Add(ref, batch_labels);
         plan_accuracy.Add(q, batch_labels);
       }
+      if (i == 0 && pairs > 0) retrieval.Add(ref, q);
     }
     samples += static_cast<int64_t>(pending.size());
     progress.Update(samples, data->size());
@@ -307,6 +335,13 @@ absl::Status CompareCommand(const CompareOptions& options) {
   }
   QCC_RETURN_IF_ERROR(flush());
   progress.Finish();
+  if (pairs > 0 && samples != 2 * pairs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pairs '", options.pairs, "': ", pairs, " pairs need ", 2 * pairs,
+                     " samples (the query, then the document of each pair, in order); '",
+                     options.data, "' gave ", samples));
+  }
+  retrieval.Finish();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -335,6 +370,13 @@ absl::Status CompareCommand(const CompareOptions& options) {
       absl::StrAppend(&machine, absl::StrFormat(" fp32_top5=%.4f plan_top5=%.4f",
                                                 fp32_accuracy.top5(), plan_accuracy.top5()));
     }
+  }
+  if (pairs > 0) {
+    std::printf("%s\n", retrieval.Describe().c_str());
+    absl::StrAppend(&machine,
+                    absl::StrFormat(" fp32_recall1=%.4f plan_recall1=%.4f same_nearest=%.4f",
+                                    retrieval.fp32_recall(), retrieval.plan_recall(),
+                                    retrieval.same_nearest()));
   }
   if (options.per_layer) per_layer.Print();
   std::printf("%s\n", machine.c_str());

@@ -107,11 +107,31 @@ absl::Status CompileCommand(const CompileOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--target ", options.target, ": the targets are cpu and cuda"));
   }
+  if (options.dynamic) {
+    if (!options.int8) return absl::InvalidArgumentError("--dynamic goes with --int8");
+    for (const auto& [flag, given] :
+         {std::pair<const char*, bool>{"--calib", !options.calib.empty()},
+          {"--calib-method", !options.calib_method.empty()},
+          {"--asymmetric", options.asymmetric}}) {
+      if (given) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag,
+                         " does not apply to --dynamic: dynamic quantization needs no calibration "
+                         "table and always gives activations a zero point; drop it"));
+      }
+    }
+  }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
   const std::string fingerprint = ir::Fingerprint(*graph);
   // int8 needs the table (checked before anything else is done), unless the model is a QDQ model
   // (its Q/DQ nodes give the scales); fp16 needs no ranges.
   const bool qdq_model = passes::HasQdq(*graph);
+  if (qdq_model && options.dynamic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", options.model,
+                     "' is a QDQ model: its QuantizeLinear/DequantizeLinear nodes give the "
+                     "scales, so --dynamic does not apply; drop it"));
+  }
   if (qdq_model && options.int8) {
     for (const auto& [flag, given] :
          {std::pair<const char*, bool>{"--calib", !options.calib.empty()},
@@ -128,7 +148,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     }
   }
   Int8Table table;
-  if (options.int8 && !qdq_model) {
+  if (options.int8 && !qdq_model && !options.dynamic) {
     QCC_ASSIGN_OR_RETURN(table,
                          LoadInt8Table(options.model, options.calib, options.calib_method, *graph));
   }
@@ -169,7 +189,12 @@ absl::Status CompileCommand(const CompileOptions& options) {
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   passes::QuantDecision decision;  // fp16, fp32: no int8 node
-  if (options.int8) {
+  if (options.int8 && options.dynamic) {
+    passes::QuantizeOptions qopts;
+    qopts.per_channel = !options.per_tensor;
+    qopts.exclude = options.exclude;
+    QCC_ASSIGN_OR_RETURN(decision, passes::AssignDynamic(*graph, qopts));
+  } else if (options.int8) {
     const std::map<std::string, passes::TensorRange> ranges =
         qdq_model ? std::map<std::string, passes::TensorRange>{}
                   : SolveRanges(table, options.asymmetric);
@@ -179,6 +204,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     qopts.exclude = options.exclude;
     qopts.fixed_params = qdq.activations;
     qopts.fixed_weight_scales = qdq.weight_scales;
+    if (!qdq_model) qopts.asymmetric_ranges = GemmInputRanges(table);
     QCC_ASSIGN_OR_RETURN(decision, passes::AssignPrecision(*graph, ranges, qopts));
   } else if (!options.exclude.empty()) {
     return absl::InvalidArgumentError(
@@ -203,10 +229,13 @@ absl::Status CompileCommand(const CompileOptions& options) {
       for (const auto& [name, scales] : qdq.weight_scales) per_tensor &= scales.size() == 1;
     }
     plan.metadata["weights"] = per_tensor ? "per-tensor" : "per-channel";
-    plan.metadata["activations"] =
-        options.asymmetric || qdq.asymmetric ? "asymmetric" : "symmetric";
-    // "qdq": the scales are the model's own.
-    plan.metadata["calib_method"] = qdq_model ? "qdq" : calib::CalibMethodName(table.method);
+    plan.metadata["activations"] = options.dynamic                        ? "dynamic"
+                                   : options.asymmetric || qdq.asymmetric ? "asymmetric"
+                                                                          : "symmetric";
+    // "qdq": the scales are the model's own; "none": computed at run time.
+    plan.metadata["calib_method"] = qdq_model         ? "qdq"
+                                    : options.dynamic ? "none"
+                                                      : calib::CalibMethodName(table.method);
   } else {
     const char* precision = options.fp16 ? "fp16" : "fp32";
     plan.metadata["precision"] = precision;
@@ -236,6 +265,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     return n.num_outputs() > 0;
   };
   int int8_nodes = 0, nodes = 0, shape_nodes = 0;
+  int gemms = 0, float_results = 0, float_gemms = 0;  // MatMul/Gemm nodes
   for (const auto& n : graph->nodes()) {
     if (n->kind() == ir::OpKind::kConstant) continue;
     if (known(*n)) {
@@ -243,7 +273,12 @@ absl::Status CompileCommand(const CompileOptions& options) {
       continue;
     }
     ++nodes;
-    int8_nodes += decision.runs_int8(n.get()) ? 1 : 0;
+    int8_nodes += decision.runs_int8(n.get()) || decision.dynamic.contains(n.get()) ? 1 : 0;
+    if (n->kind() == ir::OpKind::kMatMul || n->kind() == ir::OpKind::kGemm) {
+      ++gemms;
+      if (decision.float_result.contains(n.get())) ++float_results;
+      if (!decision.runs_int8(n.get()) && !decision.dynamic.contains(n.get())) ++float_gemms;
+    }
   }
   const std::string shape_note =
       shape_nodes == 0
@@ -272,6 +307,17 @@ absl::Status CompileCommand(const CompileOptions& options) {
   std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
               static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),
               plan.metadata["arena_no_reuse_bytes"].c_str());
+  if (options.int8 && gemms > 0) {
+    // What a transformer's user asks first: which products run in int8, and why the rest do not
+    // (one "stays in float" line each, below).
+    std::printf("  MatMul/Gemm: %d of %d in int8%s; %d in fp32%s\n", gemms - float_gemms, gemms,
+                options.dynamic     ? " (activations quantized at run time, fp32 results)"
+                : float_results > 0 ? absl::StrCat(" (", float_results,
+                                                   " with fp32 results: their consumers are float)")
+                                          .c_str()
+                                    : "",
+                float_gemms, float_gemms > 0 ? " (why: the lines below)" : "");
+  }
   if (decision.widened_channels > 0) {
     std::printf(
         "  %d output channels in %d Conv/Gemm nodes have weights too small next to their bias for "

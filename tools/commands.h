@@ -62,6 +62,7 @@ struct CompileOptions {
   bool int8 = false;
   bool fp16 = false;
   bool fp32 = false;        // an unquantized plan: the baseline fp16/int8 plans are timed against
+  bool dynamic = false;     // with int8: activations quantized at run time, no table
   bool per_tensor = false;  // --per-channel (the default) or --per-tensor weights
   bool asymmetric = false;
   std::string calib_method;  // empty: the table's method
@@ -99,6 +100,7 @@ struct CompareOptions {
   std::string labels;  // "NAME LABEL" lines
   bool labels_from_folders = false;
   bool per_layer = false;  // rank every int8 tensor by its SQNR against fp32
+  std::string pairs;       // [name, query, document] JSON: retrieval recall@1 of both
   int64_t max_samples = 0;
   std::string shard;  // "i/N": every N-th sample from the i-th on (empty: all)
   int64_t batch = 32;

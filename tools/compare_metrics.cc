@@ -83,4 +83,56 @@ void LabelledAccuracy::Add(const Tensor& scores, const std::vector<int>& labels)
   }
 }
 
+void RetrievalMetrics::Add(const Tensor& ref, const Tensor& got) {
+  if (ref.rank() == 0 || ref.dim(0) == 0) return;
+  const int64_t dim = ref.numel() / ref.dim(0);
+  if (dim_ == 0) dim_ = dim;
+  if (dim != dim_ || got.numel() != ref.numel()) return;  // one embedding size per run
+  ref_.insert(ref_.end(), ref.data<float>(), ref.data<float>() + ref.numel());
+  got_.insert(got_.end(), got.data<float>(), got.data<float>() + got.numel());
+}
+
+std::vector<int64_t> RetrievalMetrics::Nearest(std::vector<float>& rows) const {
+  const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
+  for (int64_t r = 0; r < n; ++r) {
+    float* v = rows.data() + r * dim_;
+    double norm = 0;
+    for (int64_t k = 0; k < dim_; ++k) norm += static_cast<double>(v[k]) * v[k];
+    const float inv = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
+    for (int64_t k = 0; k < dim_; ++k) v[k] *= inv;
+  }
+  std::vector<int64_t> nearest(pairs_);
+  for (int64_t q = 0; q < pairs_; ++q) {
+    const float* query = rows.data() + 2 * q * dim_;
+    double best = -std::numeric_limits<double>::infinity();
+    for (int64_t d = 0; d < pairs_; ++d) {
+      const float* doc = rows.data() + (2 * d + 1) * dim_;
+      double dot = 0;
+      for (int64_t k = 0; k < dim_; ++k) dot += static_cast<double>(query[k]) * doc[k];
+      if (dot > best) best = dot, nearest[q] = d;  // ties: the first document
+    }
+  }
+  return nearest;
+}
+
+void RetrievalMetrics::Finish() {
+  pairs_ = dim_ > 0 ? static_cast<int64_t>(ref_.size()) / dim_ / 2 : 0;
+  fp32_hits_ = plan_hits_ = same_ = 0;
+  if (pairs_ == 0) return;
+  const std::vector<int64_t> a = Nearest(ref_), b = Nearest(got_);
+  for (int64_t q = 0; q < pairs_; ++q) {
+    fp32_hits_ += a[q] == q;
+    plan_hits_ += b[q] == q;
+    same_ += a[q] == b[q];
+  }
+}
+
+std::string RetrievalMetrics::Describe() const {
+  return absl::StrFormat(
+      "retrieval (%d pairs): recall@1 fp32 %.2f%% | plan %.2f%% (%+.2f points) | plan's nearest "
+      "document = fp32's on %.2f%% of queries",
+      pairs_, 100 * fp32_recall(), 100 * plan_recall(), 100 * (plan_recall() - fp32_recall()),
+      100 * same_nearest());
+}
+
 }  // namespace qcc::tools

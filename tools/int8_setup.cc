@@ -28,6 +28,7 @@ absl::StatusOr<Int8Table> LoadInt8Table(const std::string& model, const std::str
   QCC_RETURN_IF_ERROR(calib::CheckFingerprint(t.table, graph));
   QCC_ASSIGN_OR_RETURN(t.method,
                        calib::ParseCalibMethod(method.empty() ? t.table.settings.method : method));
+  t.method_given = !method.empty();
   return t;
 }
 
@@ -45,6 +46,14 @@ std::map<std::string, passes::TensorRange> SolveRanges(const Int8Table& t, bool 
   return ranges;
 }
 
+std::map<std::string, passes::TensorRange> GemmInputRanges(const Int8Table& t) {
+  if (t.method_given) return SolveRanges(t, /*asymmetric=*/true);
+  Int8Table full = t;
+  full.method = calib::CalibMethodSpec{};
+  full.method.method = calib::CalibMethod::kMinMax;
+  return SolveRanges(full, /*asymmetric=*/true);
+}
+
 absl::StatusOr<passes::QuantDecision> DecidePrecision(const ir::Graph& graph, const Int8Table& t,
                                                       bool per_tensor, bool asymmetric,
                                                       const std::vector<std::string>& exclude) {
@@ -52,6 +61,7 @@ absl::StatusOr<passes::QuantDecision> DecidePrecision(const ir::Graph& graph, co
   options.per_channel = !per_tensor;
   options.asymmetric = asymmetric;
   options.exclude = exclude;
+  options.asymmetric_ranges = GemmInputRanges(t);
   return passes::AssignPrecision(graph, SolveRanges(t, asymmetric), options);
 }
 

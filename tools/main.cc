@@ -216,6 +216,10 @@ int Main(int argc, char** argv) {
   compile_cmd->add_flag("--int8", compile.int8, "int8 weights and activations");
   compile_cmd->add_flag("--fp16", compile.fp16, "fp16 weights and activations, fp32 accumulation");
   compile_cmd->add_flag("--fp32", compile.fp32, "no quantization: the fp32 baseline plan");
+  compile_cmd->add_flag("--dynamic", compile.dynamic,
+                        "With --int8: dynamic quantization, no calibration table: int8 weights of "
+                        "every MatMul/Gemm, their activations quantized at run time (per tensor, "
+                        "with a zero point), everything else in fp32");
   AddInt8Flags(compile_cmd, "Asymmetric activations (zero point from min/max, ONNX Runtime style)",
                &compile.per_tensor, &compile.asymmetric, &compile.calib, &compile.calib_method,
                &compile.exclude);
@@ -288,6 +292,12 @@ int Main(int argc, char** argv) {
       ->excludes(labels_file);
   compare_cmd->add_flag("--per-layer", compare.per_layer,
                         "Rank every int8 tensor by its SQNR against fp32, worst first");
+  auto* pairs_option = compare_cmd->add_option(
+      "--pairs", compare.pairs,
+      "Retrieval on an embedding model: a JSON list of [name, query, document]; DATA's "
+      "samples are the query then the document of each pair, in order. Prints recall@1 of "
+      "fp32 and of the plan, and how often their nearest documents agree");
+  pairs_option->type_name("FILE.json");
   compare_cmd
       ->add_option("--max-samples", compare.max_samples,
                    "Use only the first N samples in sorted file order (0: all)")
@@ -296,7 +306,8 @@ int Main(int argc, char** argv) {
       ->add_option("--shard", compare.shard,
                    "Compare on every N-th sample from the i-th on (e.g. the samples a calibrate "
                    "--shard did not see)")
-      ->type_name("i/N");
+      ->type_name("i/N")
+      ->excludes(pairs_option);
   compare_cmd->add_option("--batch", compare.batch, "Samples per inference (default 32)")
       ->check(CLI::Range(1, 1 << 16));
   compare_cmd->add_option(

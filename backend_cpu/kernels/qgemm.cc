@@ -32,6 +32,11 @@ void ReferenceWithWeights(const QGemmParams& p, const int8_t* b) {
         const int8_t* bn = b + n * p.k;
         int64_t acc = p.bias != nullptr ? p.bias[n] : 0;  // exact, reduced mod 2^32 below
         for (int64_t k = 0; k < p.k; ++k) acc += int32_t{a[k]} * bn[k];
+        if (p.y_f32 != nullptr) {
+          const float scaled = static_cast<float>(internal::Wrap32(acc)) * p.multiplier[n];
+          p.y_f32[m * p.n + n] = scaled + (p.bias_f32 != nullptr ? p.bias_f32[n] : 0.0f);
+          continue;
+        }
         p.y[m * p.n + n] = Requantize(internal::Wrap32(acc), p.multiplier[n], p.zp_out, p.lo, p.hi);
       }
     }
@@ -58,7 +63,7 @@ PackedQGemmWeights PackQGemmWeights(const QGemmParams& p, QKernelPath path) {
 void QGemm(const QGemmParams& p, const PackedQGemmWeights& w) {
   if (p.m == 0 || p.n == 0) return;
   if (w.layout == PackedQGemmWeights::Layout::kReference ||
-      !internal::VnniRequantApplies(p.multiplier, p.n, p.zp_out)) {
+      (p.y_f32 == nullptr && !internal::VnniRequantApplies(p.multiplier, p.n, p.zp_out))) {
     ReferenceWithWeights(p, w.weights.data());
   } else if (w.layout == PackedQGemmWeights::Layout::kVnni) {
     internal::QGemmVnni(p, w);

@@ -11,6 +11,10 @@
 // the activation zero-point correction -zp_a * sum_k b[n, k] already folded in by the compiler;
 // [lo, hi] within [-128, 127] (a fused ReLU/ReLU6 narrows it). Per-tensor weights are per-channel
 // ones whose multipliers are all equal.
+// fp32 result (y_f32 set: an int8 Linear layer whose consumers are float, as in a transformer):
+//   y_f32[m, n] = float(acc[m, n]) * multiplier[n] + bias_f32[n]     (two fp32 roundings, no FMA)
+// with multiplier[n] = s_a * s_w[n] (the real scale of the accumulator) and bias_f32 the layer's
+// float bias (null: 0); y, zp_out, lo and hi are unused.
 // Overflow: acc is the exact sum reduced modulo 2^32 (two's complement), in every path. With
 // |a| <= 128 and |b| <= 127 the exact sum fits int32 while K <= (2^31 - |bias|) / 16256,
 // about 132,000; past that the result is still bit-identical between paths, but meaningless.
@@ -42,8 +46,10 @@ struct QGemmParams {
   const int32_t* bias = nullptr;      // [N], zero-point correction folded in; null: 0
   const float* multiplier = nullptr;  // [N] requantization multipliers
   int32_t zp_out = 0, lo = -128, hi = 127;
-  int8_t* y = nullptr;  // [M, N]
-  int num_threads = 1;  // <= 1 runs on the calling thread
+  int8_t* y = nullptr;              // [M, N]
+  float* y_f32 = nullptr;           // [M, N]: the fp32 result instead of y (see above)
+  const float* bias_f32 = nullptr;  // [N] with y_f32; null: 0
+  int num_threads = 1;              // <= 1 runs on the calling thread
 };
 
 /// Weights of one GEMM prepared once at load time for QGemm; owns its buffers.

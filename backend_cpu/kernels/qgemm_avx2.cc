@@ -103,9 +103,11 @@ QCC_AVX2 void GemmUnits(const QGemmParams& p, const uint8_t* packed, int64_t beg
     // Columns past N: bias 0 and multiplier 0 (computed, not stored).
     alignas(32) int32_t bias[kNv * 8] = {};
     alignas(32) float multiplier[kNv * 8] = {};
+    alignas(32) float fbias[kNv * 8] = {};
     for (int64_t j = 0; j < n_valid; ++j) {
       bias[j] = p.bias != nullptr ? p.bias[n0 + j] : 0;
       multiplier[j] = p.multiplier[n0 + j];
+      fbias[j] = p.bias_f32 != nullptr ? p.bias_f32[n0 + j] : 0.0f;
     }
     __m256i acc[kMr * kNv];
     for (int64_t r = 0; r < kMr; ++r) {
@@ -125,6 +127,22 @@ QCC_AVX2 void GemmUnits(const QGemmParams& p, const uint8_t* packed, int64_t beg
     for (int64_t j = 0; j < nv; ++j) {
       const __m256 m = _mm256_load_ps(multiplier + 8 * j);
       const int64_t cols = std::min<int64_t>(8, n_valid - 8 * j);
+      if (p.y_f32 != nullptr) {  // fp32 result: float(acc) * m + bias, as the reference
+        const __m256 fb = _mm256_load_ps(fbias + 8 * j);
+        for (int64_t r = 0; r < mr; ++r) {
+          const __m256 x =
+              _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r * kNv + j]), m), fb);
+          float* y = p.y_f32 + (m0 + r) * p.n + n0 + 8 * j;
+          if (cols == 8) {
+            _mm256_storeu_ps(y, x);
+          } else {
+            alignas(32) float values[8];
+            _mm256_store_ps(values, x);
+            std::memcpy(y, values, cols * sizeof(float));
+          }
+        }
+        continue;
+      }
       for (int64_t r = 0; r < mr; ++r) {
         const __m128i q = RequantizeX8(acc[r * kNv + j], m, zp, lo, hi);
         int8_t* y = p.y + (m0 + r) * p.n + n0 + 8 * j;

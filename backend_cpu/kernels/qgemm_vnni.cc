@@ -58,7 +58,9 @@ QCC_VNNI int32_t RowSum(const int8_t* a, int64_t k) {
 }
 
 struct GemmOut {
-  int8_t* y;  // row 0, column 0 of the tile
+  int8_t* y;           // row 0, column 0 of the tile (int8 result), or null
+  float* yf;           // the same for an fp32 result (QGemmParams::y_f32), or null
+  const float* fbias;  // at the tile's column 0 with yf, or null
   int64_t ldy;
   int64_t rows;         // rows of the tile that exist (1..kMr)
   const int32_t* bias;  // at the tile's column 0, or null
@@ -68,9 +70,18 @@ struct GemmOut {
   int32_t zp, lo, hi;
 };
 
-/// Column vector j of row r: adds the row's correction, requantizes, stores the valid columns.
-QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, __mmask16 cols,
-                                 int8_t* y, const GemmOut& o) {
+/// Column vector j of row r: adds the row's correction, requantizes (or scales to fp32 and adds
+/// the float bias), stores the valid columns at `offset` from the tile's row 0, column 0.
+QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, __m512 fbias,
+                                 __mmask16 cols, int64_t offset, const GemmOut& o) {
+  if (o.yf != nullptr) {
+    constexpr __mmask16 kAll = 0xFFFF;
+    const __m512i v = _mm512_add_epi32(acc, _mm512_set1_epi32(corr));
+    const __m512 x = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, v), multiplier);
+    _mm512_mask_storeu_ps(o.yf + offset, cols, _mm512_add_ps(x, fbias));
+    return;
+  }
+  int8_t* y = o.y + offset;
   const __m512i zp = _mm512_set1_epi32(o.zp);
   const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo - o.zp));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi - o.zp));
@@ -102,12 +113,14 @@ QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, _
   QCC_GEMM_DP(4);                                                                   \
   QCC_GEMM_DP(5);
 #define QCC_GEMM_STORE(r, j) \
-  if (r < o.rows) StoreVector(c##r##j, o.row_corr[r], m, cols, o.y + r * o.ldy + 16 * j, o);
+  if (r < o.rows) StoreVector(c##r##j, o.row_corr[r], m, fb, cols, r* o.ldy + 16 * j, o);
 #define QCC_GEMM_STORE_COLUMN(j)                                                                  \
   if (NV > j) {                                                                                   \
     const __mmask16 cols = static_cast<__mmask16>(LowBits64(o.n_valid - 16 * j));                 \
     const __m512 m = _mm512_castsi512_ps(                                                         \
         _mm512_maskz_loadu_epi32(cols, reinterpret_cast<const int32_t*>(o.multiplier + 16 * j))); \
+    const __m512 fb =                                                                             \
+        o.fbias != nullptr ? _mm512_maskz_loadu_ps(cols, o.fbias + 16 * j) : _mm512_setzero_ps(); \
     QCC_GEMM_STORE(0, j);                                                                         \
     QCC_GEMM_STORE(1, j);                                                                         \
     QCC_GEMM_STORE(2, j);                                                                         \
@@ -197,7 +210,9 @@ QCC_VNNI void GemmUnits(const QGemmParams& p, const uint8_t* packed, int64_t beg
     }
     const int64_t n0 = nc * kNv * 16, nv = std::min(kNv, n_blocks - nc * kNv);
     GemmOut o;
-    o.y = p.y + m0 * p.n + n0;
+    o.y = p.y != nullptr ? p.y + m0 * p.n + n0 : nullptr;
+    o.yf = p.y_f32 != nullptr ? p.y_f32 + m0 * p.n + n0 : nullptr;
+    o.fbias = p.bias_f32 != nullptr ? p.bias_f32 + n0 : nullptr;
     o.ldy = p.n;
     o.rows = mr;
     o.bias = p.bias != nullptr ? p.bias + n0 : nullptr;

@@ -97,6 +97,45 @@ std::vector<int8_t> RunPacked(Gemm& g, QKernelPath path, int threads) {
   return y;
 }
 
+/// The fp32-result form (QGemmParams::y_f32) with weights packed for `path` (the reference when
+/// kReference without packing): y = float(acc) * multiplier + bias_f32. Checks the guard.
+std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPath path, int threads,
+                            bool packed) {
+  g.p.num_threads = threads;
+  constexpr int64_t kGuard = 32;
+  const int64_t size = g.p.m * g.p.n;
+  std::vector<float> y(size + kGuard, 7.0f);
+  g.p.y = nullptr;
+  g.p.y_f32 = y.data();
+  g.p.bias_f32 = fbias.empty() ? nullptr : fbias.data();
+  if (packed) {
+    QGemm(g.p, PackQGemmWeights(g.p, path));
+  } else {
+    QGemmReference(g.p);
+  }
+  g.p.y_f32 = nullptr;
+  g.p.bias_f32 = nullptr;
+  for (int64_t i = 0; i < kGuard; ++i) EXPECT_EQ(y[size + i], 7.0f) << "overrun at +" << i;
+  y.resize(size);
+  return y;
+}
+
+TEST(Int8GemmReferenceTest, FloatResultIsScaledAccumulatorPlusBias) {
+  Gemm g(5, 7, 9);
+  Randomize(g, 7);
+  std::vector<float> fbias(7);
+  for (int64_t n = 0; n < 7; ++n) fbias[n] = 0.25f * static_cast<float>(n) - 1.0f;
+  const std::vector<float> y = RunFloat(g, fbias, QKernelPath::kReference, 1, false);
+  for (int64_t m = 0; m < 5; ++m) {
+    for (int64_t n = 0; n < 7; ++n) {
+      int64_t acc = g.bias[n];
+      for (int64_t k = 0; k < 9; ++k) acc += g.a[m * 9 + k] * g.b[n * 9 + k];
+      const float scaled = static_cast<float>(acc) * g.multiplier[n];
+      EXPECT_EQ(y[m * 7 + n], scaled + fbias[n]) << "m " << m << " n " << n;
+    }
+  }
+}
+
 TEST(Int8GemmReferenceTest, HandComputed) {
   Gemm g(2, 3, 3);
   g.a = {1, 2, 3, -4, 5, -6};
@@ -176,6 +215,29 @@ TEST(Int8GemmFastTest, BitIdenticalToReferenceOnRandomData) {
         EXPECT_EQ(RunPacked(g, path, threads), RunReference(g));
         g.p.bias = nullptr;
         EXPECT_EQ(RunPacked(g, path, threads), RunReference(g));
+      }
+    }
+  }
+}
+
+TEST(Int8GemmFastTest, FloatResultBitIdenticalToReference) {
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 300;
+    for (const Shape& s : kShapes) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(
+            absl::StrCat(PathName(path), ": M", s.m, " N", s.n, " K", s.k, " threads ", threads));
+        Gemm g(s.m, s.n, s.k);
+        Randomize(g, seed++);
+        std::vector<float> fbias(s.n);
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> b(-3.0f, 3.0f);
+        for (float& v : fbias) v = b(rng);
+        const std::vector<float> want = RunFloat(g, fbias, path, threads, false);
+        EXPECT_EQ(RunFloat(g, fbias, path, threads, true), want);
+        g.p.bias = nullptr;
+        EXPECT_EQ(RunFloat(g, {}, path, threads, true), RunFloat(g, {}, path, threads, false));
       }
     }
   }

@@ -294,6 +294,16 @@ void CpuUnary(int32_t op, float alpha, float beta, const std::vector<float>& x,
     case runtime::UnaryOp::kLeakyRelu:
       p.kind = cpu::UnaryKind::kLeakyRelu;
       break;
+    // CPU only so far (the CUDA lowering refuses them; the cases below do not list them).
+    case runtime::UnaryOp::kErf:
+      p.kind = cpu::UnaryKind::kErf;
+      break;
+    case runtime::UnaryOp::kSqrt:
+      p.kind = cpu::UnaryKind::kSqrt;
+      break;
+    case runtime::UnaryOp::kGelu:
+      p.kind = cpu::UnaryKind::kGelu;
+      break;
   }
   cpu::UnaryFloat<float>(p, x.data(), y.data(), n, 1);
 }

@@ -1,0 +1,182 @@
+// fuse-layernorm and fuse-gelu: the written forms of LayerNorm (Pow or Mul for the square, with
+// and without scale and bias, eps on either side) and of the exact GELU ((x * a) * 0.5,
+// (x * 0.5) * a, x * (a * 0.5), Div by sqrt(2) or Mul by 1/sqrt(2)), the near misses that must
+// stay, and the 13 LayerNorms and 6 GELUs of minilm-l6-v2 with its outputs unchanged.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/passes/fuse_test_util.h"
+
+namespace qcc::testing {
+namespace {
+
+using ir::OpKind;
+
+ir::Value* Scalar(ir::Graph& g, const std::string& name, float v) {
+  return g.NewConstant(name, F32({}, {v}));
+}
+
+ir::Value* Node(ir::Graph& g, OpKind k, const std::string& name, std::vector<ir::Value*> in) {
+  return g.AddNode(k, name, std::move(in), {name + "_out"})->output(0);
+}
+
+ir::Value* Axes(ir::Graph& g, const std::string& name, std::vector<int64_t> axes) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(axes.size())});
+  std::copy(axes.begin(), axes.end(), t.data<int64_t>());
+  return g.NewConstant(name, std::move(t));
+}
+
+struct LnSpec {
+  bool pow = true;         // Pow(d, 2), else Mul(d, d)
+  bool affine = true;      // * gamma + beta
+  bool eps_first = false;  // Add(eps, var)
+  int64_t axis = -1;       // the reduced axis
+  bool leak = false;       // the centred value is also a graph output
+};
+
+void BuildLayerNorm(ir::Graph& g, const LnSpec& s) {
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {2, 3, 8}));
+  ir::Value* mean = Node(g, OpKind::kReduceMean, "mean", {x, Axes(g, "axes0", {s.axis})});
+  ir::Value* d = Node(g, OpKind::kSub, "sub", {x, mean});
+  ir::Value* sq = s.pow ? Node(g, OpKind::kPow, "pow", {d, Scalar(g, "two", 2)})
+                        : Node(g, OpKind::kMul, "sq", {d, d});
+  ir::Value* var = Node(g, OpKind::kReduceMean, "var", {sq, Axes(g, "axes1", {s.axis})});
+  ir::Value* eps = Scalar(g, "eps", 1e-5f);
+  ir::Value* sum =
+      Node(g, OpKind::kAdd, "add_eps",
+           s.eps_first ? std::vector<ir::Value*>{eps, var} : std::vector<ir::Value*>{var, eps});
+  ir::Value* y = Node(g, OpKind::kDiv, "div", {d, Node(g, OpKind::kSqrt, "sqrt", {sum})});
+  if (s.affine) {
+    std::vector<float> gamma(8), beta(8);
+    for (int i = 0; i < 8; ++i) gamma[i] = 1.0f + 0.1f * i, beta[i] = 0.05f * i - 0.2f;
+    y = Node(g, OpKind::kMul, "scale", {g.NewConstant("gamma", F32({8}, gamma)), y});
+    y = Node(g, OpKind::kAdd, "shift", {y, g.NewConstant("beta", F32({8}, beta))});
+  }
+  g.AddOutput(Node(g, OpKind::kNeg, "neg", {y}));
+  if (s.leak) g.AddOutput(d);
+}
+
+TEST(PassesFuseLayerNormTest, EveryWrittenFormBecomesOneLayerNormalization) {
+  const Tensor x = SeededUniform({2, 3, 8}, 3, -4, 4);
+  for (bool pow : {true, false}) {
+    for (bool affine : {true, false}) {
+      for (bool eps_first : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("pow ", pow, " affine ", affine, " eps_first ", eps_first));
+        FuseResult r = FuseAndCompare(
+            [&](ir::Graph& g) {
+              BuildLayerNorm(g, {pow, affine, eps_first});
+            },
+            passes::CreateFuseLayerNormPass(), {x}, 1e-5, 1e-5);
+        EXPECT_TRUE(r.changed);
+        ASSERT_EQ(r.graph->nodes().size(), 2u);  // LayerNormalization, Neg
+        const ir::Node* ln = OnlyNode(*r.graph, OpKind::kLayerNormalization);
+        ASSERT_NE(ln, nullptr);
+        EXPECT_EQ(ln->input(0)->name(), "x");
+        EXPECT_EQ(ln->attrs<ir::LayerNormAttrs>().axis, -1);
+        EXPECT_FLOAT_EQ(ln->attrs<ir::LayerNormAttrs>().epsilon, 1e-5f);
+      }
+    }
+  }
+}
+
+TEST(PassesFuseLayerNormTest, NearMissesStay) {
+  const Tensor x = SeededUniform({2, 3, 8}, 3, -4, 4);
+  // Over the middle axis (not the trailing one); the centred value also a graph output.
+  for (const LnSpec& s : {LnSpec{true, true, false, 1}, LnSpec{true, true, false, -1, true}}) {
+    FuseResult r = FuseAndCompare([&](ir::Graph& g) { BuildLayerNorm(g, s); },
+                                  passes::CreateFuseLayerNormPass(), {x});
+    EXPECT_FALSE(r.changed);
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kLayerNormalization), 0);
+  }
+}
+
+enum class GeluForm { kProductThenHalf, kHalfFirst, kHalfInside };
+
+void BuildGelu(ir::Graph& g, GeluForm form, bool mul_inverse, float half) {
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {4, 6}));
+  ir::Value* scaled = mul_inverse
+                          ? Node(g, OpKind::kMul, "scale", {Scalar(g, "inv", 0.70710678f), x})
+                          : Node(g, OpKind::kDiv, "scale", {x, Scalar(g, "sqrt2", 1.4142135f)});
+  ir::Value* a =
+      Node(g, OpKind::kAdd, "plus1", {Scalar(g, "one", 1), Node(g, OpKind::kErf, "erf", {scaled})});
+  ir::Value* y;
+  switch (form) {
+    case GeluForm::kProductThenHalf:
+      y = Node(g, OpKind::kMul, "half",
+               {Node(g, OpKind::kMul, "xa", {x, a}), Scalar(g, "h", half)});
+      break;
+    case GeluForm::kHalfFirst:
+      y = Node(g, OpKind::kMul, "xa", {Node(g, OpKind::kMul, "xh", {Scalar(g, "h", half), x}), a});
+      break;
+    default:
+      y = Node(g, OpKind::kMul, "xa", {x, Node(g, OpKind::kMul, "ah", {a, Scalar(g, "h", half)})});
+      break;
+  }
+  g.AddOutput(Node(g, OpKind::kNeg, "neg", {y}));
+}
+
+TEST(PassesFuseGeluTest, EveryWrittenFormBecomesOneGelu) {
+  const Tensor x = SeededUniform({4, 6}, 5, -5, 5);
+  Tensor want(DType::kFloat32, {4, 6});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.data<float>()[i];
+    want.data<float>()[i] = static_cast<float>(-0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+  }
+  for (GeluForm form : {GeluForm::kProductThenHalf, GeluForm::kHalfFirst, GeluForm::kHalfInside}) {
+    for (bool inverse : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("form ", static_cast<int>(form), " inverse ", inverse));
+      FuseResult r = FuseAndCompare([&](ir::Graph& g) { BuildGelu(g, form, inverse, 0.5f); },
+                                    passes::CreateFuseGeluPass(), {x}, 1e-5, 1e-6);
+      EXPECT_TRUE(r.changed);
+      ASSERT_EQ(r.graph->nodes().size(), 2u);  // Gelu, Neg
+      const ir::Node* gelu = OnlyNode(*r.graph, OpKind::kGelu);
+      ASSERT_NE(gelu, nullptr);
+      EXPECT_EQ(gelu->input(0)->name(), "x");
+      auto got = RunGraph(*r.graph, {x});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(CompareTensors((*got)[0], want, 1e-5, 1e-6), "");
+    }
+  }
+}
+
+TEST(PassesFuseGeluTest, NearMissesStay) {
+  const Tensor x = SeededUniform({4, 6}, 5, -5, 5);
+  FuseResult r =
+      FuseAndCompare([&](ir::Graph& g) { BuildGelu(g, GeluForm::kProductThenHalf, false, 0.4f); },
+                     passes::CreateFuseGeluPass(), {x});
+  EXPECT_FALSE(r.changed);
+  EXPECT_EQ(CountOps(*r.graph, OpKind::kGelu), 0);
+}
+
+// minilm-l6-v2 (torch.onnx.export, opset 14) writes its 13 LayerNorms out and its 6 GELUs with
+// Erf; the default pipeline fuses all of them and the embeddings stay the same.
+TEST(PassesFuseTransformerTest, MiniLmThirteenLayerNormsSixGelusAndOutputsAgree) {
+  auto before = LoadModel("minilm-l6-v2");
+  auto g = LoadModel("minilm-l6-v2");
+  ASSERT_TRUE(g && before);
+  auto records = passes::RunPipeline(*g, passes::DefaultPipeline());
+  ASSERT_TRUE(records.ok()) << records.status();
+  EXPECT_EQ(CountOps(*g, OpKind::kLayerNormalization), 13);
+  EXPECT_EQ(CountOps(*g, OpKind::kGelu), 6);
+  EXPECT_EQ(CountOps(*g, OpKind::kErf), 0);
+  EXPECT_EQ(CountOps(*g, OpKind::kPow), 0);
+  Tensor ids(DType::kInt64, {2, 128}), mask(DType::kInt64, {2, 128}),
+      types(DType::kInt64, {2, 128});
+  for (int64_t i = 0; i < 256; ++i) {
+    const int64_t pos = i % 128;
+    ids.data<int64_t>()[i] = pos == 0    ? 101
+                             : pos < 20  ? 1000 + 37 * i % 20000
+                             : pos == 20 ? 102
+                                         : 0;
+    mask.data<int64_t>()[i] = pos <= 20 ? 1 : 0;
+    types.data<int64_t>()[i] = 0;
+  }
+  auto y0 = RunGraph(*before, {ids, mask, types});
+  auto y1 = RunGraph(*g, {ids, mask, types});
+  ASSERT_TRUE(y0.ok() && y1.ok()) << y0.status() << y1.status();
+  EXPECT_EQ(CompareTensors((*y1)[0], (*y0)[0], 1e-4, 1e-6), "");
+}
+
+}  // namespace
+}  // namespace qcc::testing

@@ -1,0 +1,244 @@
+// The step kinds a transformer needs (issue 13): Gather (with the engine's id check), Cast from
+// integers, batched MatMul, Reduce, LayerNorm, QGemm's fp32 result and DynamicQGemm, against
+// loops written out here, at two batches of a dynamic plan; and what their prepare refuses.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "support/quantize.h"
+#include "tests/runtime/engine_test_util.h"
+
+namespace qcc::runtime {
+namespace {
+
+using engine_testing::CreateError;
+using engine_testing::MakeEngine;
+using engine_testing::PlanBuilder;
+using engine_testing::RandomFloat;
+using engine_testing::RunPlan;
+
+constexpr DType kF32 = DType::kFloat32;
+constexpr DType kI64 = DType::kInt64;
+
+/// `n` values in [-2, 2).
+std::vector<float> Values(int64_t n, uint64_t seed) {
+  const Tensor t = RandomFloat({n}, seed);
+  return std::vector<float>(t.data<float>(), t.data<float>() + n);
+}
+
+Tensor Ints(Dims dims, const std::vector<int64_t>& values) {
+  Tensor t(kI64, std::move(dims));
+  std::copy(values.begin(), values.end(), t.data<int64_t>());
+  return t;
+}
+
+TEST(EngineSequenceStepsTest, GatherLooksUpRowsByIdAndCastWidensIntegers) {
+  // ids [N, 3] -> table [5, 2] rows -> [N, 3, 2]; and the ids as f32.
+  PlanBuilder b(1, 4);
+  const int32_t ids = b.Input("ids", kI64, {-1, 3});
+  std::vector<float> table(10);
+  for (int i = 0; i < 10; ++i) table[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  const int32_t w = b.Weight("table", kF32, {5, 2}, table);
+  const int32_t rows = b.Output("rows", kF32, {-1, 3, 2});
+  const int32_t wide = b.Output("wide", kF32, {-1, 3});
+  b.Step(StepKind::kGather, "embed", {w, ids}, {rows}, AxisStepParams{0});
+  b.Step(StepKind::kCast, "cast", {ids}, {wide}, NoStepParams{});
+  for (int64_t n : {1, 2}) {
+    std::vector<int64_t> values = {4, 0, -1, 2, 3, 1};
+    values.resize(n * 3);
+    const std::vector<Tensor> out = RunPlan(b.plan(), {Ints({n, 3}, values)});
+    ASSERT_EQ(out.size(), 2u);
+    for (int64_t i = 0; i < n * 3; ++i) {
+      const int64_t row = values[i] < 0 ? values[i] + 5 : values[i];
+      EXPECT_EQ(out[0].data<float>()[2 * i], table[2 * row]) << i;
+      EXPECT_EQ(out[0].data<float>()[2 * i + 1], table[2 * row + 1]) << i;
+      EXPECT_EQ(out[1].data<float>()[i], static_cast<float>(values[i])) << i;
+    }
+  }
+  // An id outside the table is the caller's error, named, before anything runs.
+  std::shared_ptr<const Engine> engine = MakeEngine(b.plan());
+  ASSERT_NE(engine, nullptr);
+  for (int64_t bad : {5, -6}) {
+    absl::StatusOr<std::vector<Tensor>> r =
+        engine->CreateContext()->Run({Ints({1, 3}, {0, bad, 1})});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(absl::StrCat("'ids': id ", bad, " at element 1")),
+              std::string::npos)
+        << r.status();
+    EXPECT_NE(r.status().message().find("5 rows"), std::string::npos) << r.status();
+  }
+}
+
+TEST(EngineSequenceStepsTest, MatMulBroadcastsBatchAxes) {
+  // A [N, 2, 3, 4] x B [1, 4, 5] (a shared operand) -> [N, 2, 3, 5].
+  PlanBuilder b(1, 3);
+  const int32_t a = b.Input("a", kF32, {-1, 2, 3, 4});
+  const std::vector<float> wb = Values(20, 3);
+  const int32_t w = b.Weight("b", kF32, {1, 4, 5}, wb);
+  const int32_t y = b.Output("y", kF32, {-1, 2, 3, 5});
+  b.Step(StepKind::kMatMul, "mm", {a, w}, {y}, NoStepParams{});
+  for (int64_t n : {1, 3}) {
+    Tensor x(kF32, {n, 2, 3, 4});
+    const std::vector<float> xv = Values(x.numel(), 7 + n);
+    std::copy(xv.begin(), xv.end(), x.data<float>());
+    const std::vector<Tensor> out = RunPlan(b.plan(), {x}, 2);
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t r = 0; r < n * 2 * 3; ++r) {
+      for (int64_t j = 0; j < 5; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < 4; ++k) want += double{xv[r * 4 + k]} * wb[k * 5 + j];
+        EXPECT_NEAR(out[0].data<float>()[r * 5 + j], want, 1e-5) << r << "," << j;
+      }
+    }
+  }
+  EXPECT_NE(
+      CreateError([] {
+        PlanBuilder p(1, 1);
+        const int32_t x = p.Input("a", kF32, {2, 3});
+        const int32_t w = p.Weight("b", kF32, {4, 5}, std::vector<float>(20));
+        p.Step(StepKind::kMatMul, "bad", {x, w}, {p.Output("y", kF32, {2, 5})}, NoStepParams{});
+        return p.plan();
+      }())
+          .message()
+          .find("do not multiply"),
+      std::string::npos);
+}
+
+TEST(EngineSequenceStepsTest, ReduceSumsAndMeansOverAxes) {
+  PlanBuilder b(1, 2);
+  const int32_t x = b.Input("x", kF32, {-1, 3, 4});
+  const int32_t sum = b.Output("sum", kF32, {-1, 4});       // over axis 1, no kept axis
+  const int32_t mean = b.Output("mean", kF32, {-1, 3, 1});  // over axis 2, kept as 1
+  b.Step(StepKind::kReduce, "sum", {x}, {sum},
+         ReduceStepParams{static_cast<int64_t>(ReduceOp::kSum), {1}});
+  b.Step(StepKind::kReduce, "mean", {x}, {mean},
+         ReduceStepParams{static_cast<int64_t>(ReduceOp::kMean), {2}});
+  for (int64_t n : {1, 2}) {
+    Tensor t(kF32, {n, 3, 4});
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i % 7) - 2;
+    const std::vector<Tensor> out = RunPlan(b.plan(), {t});
+    ASSERT_EQ(out.size(), 2u);
+    const float* v = t.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < 4; ++k) {
+        float s = 0;
+        for (int64_t c = 0; c < 3; ++c) s += v[(i * 3 + c) * 4 + k];
+        EXPECT_FLOAT_EQ(out[0].data<float>()[i * 4 + k], s);
+      }
+      for (int64_t c = 0; c < 3; ++c) {
+        float s = 0;
+        for (int64_t k = 0; k < 4; ++k) s += v[(i * 3 + c) * 4 + k];
+        EXPECT_FLOAT_EQ(out[1].data<float>()[i * 3 + c], s / 4);
+      }
+    }
+  }
+  EXPECT_NE(CreateError([] {
+              PlanBuilder p(1, 1);
+              const int32_t in = p.Input("x", kF32, {2, 3});
+              p.Step(StepKind::kReduce, "bad", {in}, {p.Output("y", kF32, {2})},
+                     ReduceStepParams{0, {1, 0}});
+              return p.plan();
+            }())
+                .message()
+                .find("axes must ascend"),
+            std::string::npos);
+}
+
+TEST(EngineSequenceStepsTest, LayerNormNormalizesTheTrailingAxis) {
+  PlanBuilder b(1, 2);
+  const int32_t x = b.Input("x", kF32, {-1, 2, 6});
+  const std::vector<float> gamma = {1, 2, 0.5f, -1, 1, 3}, beta = {0, 1, 0, -1, 0.5f, 0};
+  const int32_t g = b.Weight("gamma", kF32, {6}, gamma);
+  const int32_t be = b.Weight("beta", kF32, {6}, beta);
+  const int32_t y = b.Output("y", kF32, {-1, 2, 6});
+  b.Step(StepKind::kLayerNorm, "ln", {x, g, be}, {y}, LayerNormStepParams{-1, 1e-5f});
+  for (int64_t n : {1, 2}) {
+    Tensor t(kF32, {n, 2, 6});
+    const std::vector<float> v = Values(t.numel(), 11 + n);
+    std::copy(v.begin(), v.end(), t.data<float>());
+    const std::vector<Tensor> out = RunPlan(b.plan(), {t});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t r = 0; r < n * 2; ++r) {
+      double mean = 0, var = 0;
+      for (int k = 0; k < 6; ++k) mean += v[r * 6 + k] / 6.0;
+      for (int k = 0; k < 6; ++k) var += (v[r * 6 + k] - mean) * (v[r * 6 + k] - mean) / 6.0;
+      for (int k = 0; k < 6; ++k) {
+        const double want = (v[r * 6 + k] - mean) / std::sqrt(var + 1e-5) * gamma[k] + beta[k];
+        EXPECT_NEAR(out[0].data<float>()[r * 6 + k], want, 1e-5);
+      }
+    }
+  }
+}
+
+TEST(EngineSequenceStepsTest, QGemmGivesTheFp32ResultWithItsFloatBias) {
+  // A [N, 2, 3] int8 x W [4, 3] -> f32 [N, 2, 4] = acc * multiplier + bias.
+  PlanBuilder b(1, 2);
+  const int32_t a = b.Input("a", DType::kInt8, {-1, 2, 3});
+  const std::vector<int8_t> w = {1, -2, 3, 4, 5, -6, -7, 8, 9, 127, -127, 0};
+  const std::vector<int32_t> corr = {10, -20, 0, 5};
+  const std::vector<float> mult = {0.5f, 0.25f, 0.125f, 1.0f}, fbias = {1, -1, 0.5f, 0};
+  const int32_t y = b.Output("y", kF32, {-1, 2, 4});
+  b.Step(StepKind::kQGemm, "fc",
+         {a, b.Weight("w", DType::kInt8, {4, 3}, w), b.Weight("c", DType::kInt32, {4}, corr),
+          b.Weight("m", kF32, {4}, mult), b.Weight("fb", kF32, {4}, fbias)},
+         {y}, QGemmStepParams{});
+  for (int64_t n : {1, 2}) {
+    Tensor x(DType::kInt8, {n, 2, 3});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<int8_t>()[i] = static_cast<int8_t>(31 * i - 90);
+    const std::vector<Tensor> out = RunPlan(b.plan(), {x});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t r = 0; r < n * 2; ++r) {
+      for (int64_t j = 0; j < 4; ++j) {
+        int32_t acc = corr[j];
+        for (int64_t k = 0; k < 3; ++k) acc += x.data<int8_t>()[r * 3 + k] * w[j * 3 + k];
+        const float scaled = static_cast<float>(acc) * mult[j];
+        EXPECT_EQ(out[0].data<float>()[r * 4 + j], scaled + fbias[j]) << r << "," << j;
+      }
+    }
+  }
+}
+
+TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesItsInputPerRun) {
+  // X [N, 5, 8] f32: per run, scale (max - min) / 255 and a zero point, int8 GEMM, fp32 out.
+  PlanBuilder b(1, 2);
+  const int32_t x = b.Input("x", kF32, {-1, 5, 8});
+  std::vector<int8_t> w(3 * 8);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127);
+  const std::vector<float> w_scale = {0.01f, 0.02f, 0.005f}, bias = {0.5f, -0.25f, 0};
+  const int32_t y = b.Output("y", kF32, {-1, 5, 3});
+  b.Step(StepKind::kDynamicQGemm, "fc",
+         {x, b.Weight("w", DType::kInt8, {3, 8}, w), b.Weight("s", kF32, {3}, w_scale),
+          b.Weight("b", kF32, {3}, bias)},
+         {y}, NoStepParams{});
+  for (int64_t n : {1, 2}) {
+    Tensor t(kF32, {n, 5, 8});
+    const std::vector<float> v = Values(t.numel(), 21 + n);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 3 * v[i] + 0.5f;  // skewed
+    const std::vector<Tensor> out = RunPlan(b.plan(), {t}, 2);
+    ASSERT_EQ(out.size(), 1u);
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      lo = std::min(lo, t.data<float>()[i]);
+      hi = std::max(hi, t.data<float>()[i]);
+    }
+    const float scale = (hi - lo) / 255.0f;
+    const int32_t zp = Saturate(-128.0f - lo / scale, 0, kInt8Min, kInt8Max);
+    for (int64_t r = 0; r < n * 5; ++r) {
+      for (int64_t j = 0; j < 3; ++j) {
+        int32_t acc = 0;
+        for (int64_t k = 0; k < 8; ++k) {
+          const int32_t q = QuantizeValue(t.data<float>()[r * 8 + k], scale, zp);
+          acc += (q - zp) * w[j * 8 + k];
+        }
+        const float scaled = static_cast<float>(acc) * (scale * w_scale[j]);
+        EXPECT_EQ(out[0].data<float>()[r * 3 + j], scaled + bias[j]) << r << "," << j;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qcc::runtime
