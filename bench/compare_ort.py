@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """qcc against ONNX Runtime on four models: int8 accuracy, calibration cost and inference speed.
 
+(And minilm-l6-v2, the transformer, through bench/transformer_vs_ort.py: speed at batch 8 x 128
+tokens and retrieval accuracy; its section of docs/benchmarks.md is kept when a run leaves it
+out, and a run of only it keeps the image models' part.)
+
 For mnist-8, resnet20-cifar10, squeezenet1.1 and ppocr-cls-mbv3, on the same calibration images
 and the same evaluation images of ../shared/data:
 - ORT: quant_pre_process, then quantize_static (QDQ, per-channel QInt8 weights) with MinMax and
@@ -30,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from calib_vs_ort import cpu_name, measure  # noqa: E402
 
 import ort_side  # noqa: E402
+import transformer_vs_ort  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "compare_ort"
@@ -346,7 +351,8 @@ def main():
     parser.add_argument("--build", default=os.environ.get("QCC_BUILD_DIR", "build"))
     parser.add_argument("--shared", default=os.environ.get(
         "QCC_SHARED_DIR", os.path.join(REPO, "..", "shared")))
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=list(MODELS) + [transformer_vs_ort.MODEL],
+                        default=list(MODELS) + [transformer_vs_ort.MODEL])
     parser.add_argument("--quick", action="store_true",
                         help="1/5 of the calibration and evaluation images, fewer timing runs")
     parser.add_argument("--repeats", type=int, default=None,
@@ -376,17 +382,22 @@ def main():
     results["meta"]["timing"] = results["meta"]["timing"].format(b1=iters["1"][1],
                                                                  b32=iters["32"][1])
     for name in args.models:
+        if name not in MODELS:
+            continue
         results["models"].append(Runner(name, MODELS[name], args, qcc, work).run())
         with open(os.path.join(work, "results.json"), "w") as f:
             json.dump(results, f, indent=1)
+    if transformer_vs_ort.MODEL in args.models:
+        results["transformers"] = transformer_vs_ort.run(
+            qcc, args.shared, os.path.join(work, transformer_vs_ort.MODEL), args.quick,
+            args.repeats)
     results["meta"]["seconds"] = time.time() - start
     path = os.path.join(work, "results.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=1)
     import compare_ort_report  # noqa: PLC0415
 
-    text = compare_ort_report.markdown(results)
-    print(text)
+    print(compare_ort_report.full_markdown(results))
     if args.docs:
         compare_ort_report.write(results, args.docs)
         print(f"[{PROG}] wrote {args.docs}/benchmarks.md and benchmarks.svg; raw: {path}")

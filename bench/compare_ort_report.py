@@ -8,11 +8,15 @@ import argparse
 import json
 import math
 import os
+import sys
 
 CONFIGS = ["qcc fp32", "qcc minmax", "qcc entropy", "ORT fp32", "ORT minmax s8",
            "ORT minmax u8", "ORT entropy s8", "ORT entropy u8"]
 COLORS = {"qcc": "#1f77b4", "ORT": "#ff7f0e"}
 MARKERS = {"fp32": "square", "minmax": "circle", "entropy": "diamond"}
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def f(v, digits=2, pct=False):
@@ -204,12 +208,34 @@ def svg(results):
     return "\n".join(parts) + "\n"
 
 
+# Where the transformer section (bench/transformer_vs_ort.py) starts in benchmarks.md.
+TRANSFORMERS_MARK = "<!-- transformers: bench/transformer_vs_ort.py -->"
+
+
+def full_markdown(results, old=""):
+    """benchmarks.md: the image models' part and the transformer section; a part this run did
+    not measure is kept from `old` (the file as it was)."""
+    import transformer_vs_ort  # noqa: PLC0415
+
+    old_images, _, old_transformers = old.partition(TRANSFORMERS_MARK)
+    images = markdown(results) if results["models"] else old_images.rstrip("\n") + "\n"
+    transformers = (transformer_vs_ort.markdown(results["transformers"])
+                    if "transformers" in results else old_transformers.lstrip("\n"))
+    return images + (f"\n{TRANSFORMERS_MARK}\n{transformers}" if transformers else "")
+
+
 def write(results, docs):
     os.makedirs(docs, exist_ok=True)
-    with open(os.path.join(docs, "benchmarks.md"), "w") as fh:
-        fh.write(markdown(results))
-    with open(os.path.join(docs, "benchmarks.svg"), "w") as fh:
-        fh.write(svg(results))
+    path = os.path.join(docs, "benchmarks.md")
+    old = ""
+    if os.path.exists(path):
+        with open(path) as fh:
+            old = fh.read()
+    with open(path, "w") as fh:
+        fh.write(full_markdown(results, old))
+    if results["models"]:
+        with open(os.path.join(docs, "benchmarks.svg"), "w") as fh:
+            fh.write(svg(results))
 
 
 def main():
@@ -220,7 +246,7 @@ def main():
     args = p.parse_args()
     with open(args.results) as fh:
         results = json.load(fh)
-    print(markdown(results))
+    print(full_markdown(results))
     write(results, args.docs)
 
 

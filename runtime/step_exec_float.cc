@@ -13,6 +13,7 @@
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/matmul.h"
 #include "backend_cpu/kernels/movement.h"
+#include "backend_cpu/kernels/nn_parallel.h"
 #include "backend_cpu/kernels/norm.h"
 #include "backend_cpu/kernels/pool.h"
 #include "backend_cpu/kernels/reduce.h"
@@ -228,7 +229,13 @@ void RunSoftmax(const int64_t& axis, const StepRunContext& c) {
   p.n = x[axis];
   p.inner = ProductOf(x, axis + 1, x.size());
   if (p.outer * p.n * p.inner == 0) return;
-  cpu::Softmax<float>(p, c.in<float>(0), c.out<float>(0));
+  // Independent [n, inner] blocks: split over the threads (attention's 8 x 12 x 128 rows).
+  const int64_t block = p.n * p.inner;
+  cpu::NnParallelFor(c.num_threads, p.outer, 16 * block, [&](int64_t begin, int64_t end) {
+    cpu::SoftmaxParams part = p;
+    part.outer = end - begin;
+    cpu::Softmax<float>(part, c.in<float>(0) + begin * block, c.out<float>(0) + begin * block);
+  });
 }
 
 // ---- Unary ----

@@ -100,7 +100,8 @@ absl::StatusOr<std::vector<Dims>> InputShapes(const ir::Graph& graph, const Benc
   return shapes;
 }
 
-// Seeded random data: floats uniform in [-1, 1), integers in [0, 4), booleans 0/1.
+// Seeded random data: floats uniform in [-1, 1), integers and booleans 0 or 1 (valid as token
+// ids, token types and attention masks: a plan refuses ids outside its embedding tables).
 Tensor RandomTensor(DType dtype, const Dims& dims, std::mt19937& rng) {
   if (IsFloat(dtype)) {
     Tensor f(DType::kFloat32, dims);
@@ -109,7 +110,7 @@ Tensor RandomTensor(DType dtype, const Dims& dims, std::mt19937& rng) {
     return dtype == DType::kFloat32 ? f : CastTensor(f, dtype);
   }
   Tensor n(DType::kInt64, dims);
-  std::uniform_int_distribution<int64_t> dist(0, dtype == DType::kBool ? 1 : 3);
+  std::uniform_int_distribution<int64_t> dist(0, 1);
   for (int64_t i = 0; i < n.numel(); ++i) n.data<int64_t>()[i] = dist(rng);
   return dtype == DType::kInt64 ? n : CastTensor(n, dtype);
 }

@@ -1,4 +1,4 @@
-// fp32 exp and tanh for the hot activations (Sigmoid, Tanh, Exp, SiLU's sigmoid) and Softmax:
+// fp32 exp, tanh and erf for the hot activations (Sigmoid, Tanh, Exp, GELU) and Softmax:
 // the branch-free forms of support/fast_math.h (shared with the CUDA kernel bodies) for float,
 // libm for double.
 #ifndef QCC_BACKEND_CPU_KERNELS_ELEMENTWISE_MATH_H_
@@ -12,6 +12,7 @@
 
 namespace qcc::cpu {
 
+using ::qcc::ErfF32;      // support/fast_math.h
 using ::qcc::ExpF32;      // support/fast_math.h
 using ::qcc::SigmoidF32;  // support/fast_math.h
 using ::qcc::TanhF32;     // support/fast_math.h
@@ -21,6 +22,9 @@ inline float ExpOf(float x) { return ExpF32(x); }
 inline double ExpOf(double x) { return std::exp(x); }
 inline float TanhOf(float x) { return TanhF32(x); }
 inline double TanhOf(double x) { return std::tanh(x); }
+/// erf(x): the vectorizable form for float (GELU's), libm for double.
+inline float ErfOf(float x) { return ErfF32(x); }
+inline double ErfOf(double x) { return std::erf(x); }
 
 }  // namespace qcc::cpu
 

@@ -16,7 +16,7 @@ namespace {
 /// max(x[0..n)), n >= 1, over four independent partial maxima (the loop-carried compare would
 /// otherwise bound the speed).
 template <typename T>
-T RowMax(const T* x, int64_t n) {
+inline __attribute__((always_inline)) T RowMax(const T* x, int64_t n) {
   T m[4] = {x[0], x[0], x[0], x[0]};
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
@@ -29,7 +29,7 @@ T RowMax(const T* x, int64_t n) {
 
 /// sum(y[0..n)) in double, over four independent partial sums.
 template <typename T>
-double RowSum(const T* y, int64_t n) {
+inline __attribute__((always_inline)) double RowSum(const T* y, int64_t n) {
   double s[4] = {0, 0, 0, 0};
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
@@ -39,9 +39,10 @@ double RowSum(const T* y, int64_t n) {
   return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-/// One contiguous row of n elements.
+/// One contiguous row of n elements (inlined, so SoftmaxRowsF32's clones vectorize it).
 template <typename T>
-void SoftmaxRow(SoftmaxKind kind, int64_t n, const T* x, T* y) {
+inline __attribute__((always_inline)) void SoftmaxRow(SoftmaxKind kind, int64_t n, const T* x,
+                                                      T* y) {
   if (kind == SoftmaxKind::kHardmax) {
     int64_t arg = 0;
     for (int64_t j = 1; j < n; ++j) arg = x[j] > x[arg] ? j : arg;
@@ -107,6 +108,22 @@ void SoftmaxBlock(SoftmaxKind kind, int64_t n, int64_t inner, const T* x, T* y, 
   }
 }
 
+/// The contiguous rows of a float softmax (attention's [.., 128] rows), built for AVX-512 and
+/// AVX2 as well and chosen at load time; the same IEEE operations in every clone (no FMA
+/// contraction), so the bits do not depend on the CPU.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SoftmaxRowsF32(
+    SoftmaxKind kind, int64_t outer, int64_t n, const float* x, float* y) {
+  for (int64_t o = 0; o < outer; ++o) SoftmaxRow(kind, n, x + o * n, y + o * n);
+}
+
+void SoftmaxRows(SoftmaxKind kind, int64_t outer, int64_t n, const float* x, float* y) {
+  SoftmaxRowsF32(kind, outer, n, x, y);
+}
+
+void SoftmaxRows(SoftmaxKind kind, int64_t outer, int64_t n, const double* x, double* y) {
+  for (int64_t o = 0; o < outer; ++o) SoftmaxRow(kind, n, x + o * n, y + o * n);
+}
+
 }  // namespace
 
 template <typename T>
@@ -114,7 +131,7 @@ void Softmax(const SoftmaxParams& p, const T* x, T* y) {
   if (p.n == 0) return;
   const int64_t block = p.n * p.inner;
   if (p.inner == 1) {
-    for (int64_t o = 0; o < p.outer; ++o) SoftmaxRow(p.kind, p.n, x + o * block, y + o * block);
+    SoftmaxRows(p.kind, p.outer, p.n, x, y);
     return;
   }
   std::vector<T> m(p.inner), sum(p.inner);

@@ -57,6 +57,17 @@ cp "$work/mnist.json" "$seeds/calib_table/mnist.json"
   >/dev/null
 "$qcc" compile "$shared/models/mnist-8/model.onnx" --fp16 -o "$seeds/plan_load/mnist-fp16.plan" \
   >/dev/null
+# A tiny BERT-style encoder (int64 token ids, Gather, LayerNorm, attention, GELU) made with the
+# onnx helper, and its fp32 and dynamic int8 plans: the transformer steps (issue 13).
+python="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv/bin/python"
+if [[ -x "$python" ]]; then
+  "$python" "$(dirname "${BASH_SOURCE[0]}")/../transformer/transformer_patterns.py" \
+    --write-tiny-model "$seeds/onnx_import/tiny-encoder.onnx"
+  "$qcc" compile "$seeds/onnx_import/tiny-encoder.onnx" --fp32 --batch 1:4 \
+    -o "$seeds/plan_load/tiny-encoder-fp32.plan" >/dev/null
+  "$qcc" compile "$seeds/onnx_import/tiny-encoder.onnx" --int8 --dynamic --batch 1:4 \
+    -o "$seeds/plan_load/tiny-encoder-dynamic.plan" >/dev/null
+fi
 for t in onnx_import plan_load calib_table tensor_file image; do
   echo "make_corpus: $t: $(ls "$seeds/$t" | wc -l) seeds"
 done

@@ -171,10 +171,20 @@ def mean_cosine(a, b):
 
 
 def main():
+    global VOCAB, SEQ, HIDDEN, HEADS, FFN, LAYERS, HEAD
     p = argparse.ArgumentParser()
-    p.add_argument("--qcc", required=True)
-    p.add_argument("--work", required=True)
+    p.add_argument("--qcc")
+    p.add_argument("--work")
+    p.add_argument("--write-tiny-model", metavar="PATH",
+                   help="only write a one-block encoder of hidden size 8 (a fuzzing seed)")
     args = p.parse_args()
+    if args.write_tiny_model:
+        VOCAB, SEQ, HIDDEN, HEADS, FFN, LAYERS = 12, 8, 8, 2, 16, 1
+        HEAD = HIDDEN // HEADS
+        onnx.save(encoder(), args.write_tiny_model)
+        return 0
+    if not args.qcc or not args.work:
+        p.error("--qcc and --work are required")
     os.makedirs(args.work, exist_ok=True)
     failures = []
     model = encoder()

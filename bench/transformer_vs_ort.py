@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""qcc against ONNX Runtime on minilm-l6-v2 (a BERT sentence-embedding encoder): speed at batch
+8 x 128 tokens on 1 and 2 threads, and retrieval accuracy on the 1,000 shared manual-page pairs.
+
+- ORT fp32 runs the model; ORT int8 is `quantize_dynamic` of the same file (its default: QInt8
+  weights per tensor, activations quantized at run time; ORT fuses it into
+  DynamicQuantizeMatMul), both on ORT's CPU execution provider with intra_op_num_threads = T.
+- qcc fp32 is `qcc compile --fp32`, qcc static int8 `qcc calibrate` (first 500 token files) then
+  `qcc compile --int8` with default flags, qcc dynamic `qcc compile --int8 --dynamic`; timed with
+  `qcc bench --batch 8 --threads T`.
+Every timing is the median of `--repeats` fresh processes, each the median of its timed runs, on
+the first 8 token files (qcc bench: seeded 0/1 ids, which cost the same). Accuracy is `qcc compare
+--pairs` for qcc and numpy on ORT's embeddings for ORT.
+
+    .venv/bin/python bench/transformer_vs_ort.py [--quick] [--docs docs]
+Also run by bench/compare-ort (--models minilm-l6-v2); it puts the table in docs/benchmarks.md.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROG = "transformer_vs_ort"
+MODEL = "minilm-l6-v2"
+BATCH = 8
+
+
+def run_checked(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` failed ({proc.returncode}): "
+                           + " | ".join(proc.stderr.strip().splitlines()[-4:]))
+    return proc.stdout
+
+
+# ---- The ORT side, one step per process (`ort quantize|time|embed ...`). ----
+
+def load_tokens(tokens, first, count):
+    import numpy as np  # noqa: PLC0415
+
+    feeds = {}
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        folder = os.path.join(tokens, name)
+        files = sorted(os.listdir(folder))[first:first + count]
+        feeds[name] = np.concatenate([np.load(os.path.join(folder, f)) for f in files])
+    return feeds
+
+
+def session(model, threads):
+    import onnxruntime as ort  # noqa: PLC0415
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def ort_main(argv):
+    import time  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    p = argparse.ArgumentParser(prog=f"{PROG} ort")
+    p.add_argument("step", choices=["quantize", "time", "embed"])
+    p.add_argument("--model", required=True)
+    p.add_argument("--out")
+    p.add_argument("--tokens")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--iters", type=int, default=10)
+    a = p.parse_args(argv)
+    if a.step == "quantize":
+        from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
+
+        quantize_dynamic(a.model, a.out, weight_type=QuantType.QInt8)
+        print(json.dumps({"model": a.out}))
+    elif a.step == "time":
+        s = session(a.model, a.threads)
+        feeds = load_tokens(a.tokens, 0, BATCH)
+        for _ in range(a.warmup):
+            s.run(None, feeds)
+        times = []
+        for _ in range(a.iters):
+            start = time.perf_counter()
+            s.run(None, feeds)
+            times.append(1000 * (time.perf_counter() - start))
+        print(json.dumps({"median_ms": statistics.median(times)}))
+    else:  # embed every token file; recall@1 of query 2i -> document 2i+1
+        s = session(a.model, a.threads)
+        count = len(os.listdir(os.path.join(a.tokens, "input_ids")))
+        rows = []
+        for first in range(0, count, 32):
+            rows.append(s.run(None, load_tokens(a.tokens, first, min(32, count - first)))[0])
+        e = np.concatenate(rows)
+        np.save(a.out, e)
+        print(json.dumps({"rows": len(e)}))
+
+
+def recall(queries, docs):
+    import numpy as np  # noqa: PLC0415
+
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    d = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+    return float(np.mean(np.argmax(q @ d.T, axis=1) == np.arange(len(q))))
+
+
+# ---- The benchmark. ----
+
+def run(qcc, shared, work, quick=False, repeats=None):
+    """Returns the results dict (see markdown())."""
+    import numpy as np  # noqa: PLC0415
+
+    repeats = repeats or (1 if quick else 3)
+    warmup, iters = (1, 3) if quick else (3, 10)
+    os.makedirs(work, exist_ok=True)
+    model = os.path.join(shared, "models", MODEL, "model.onnx")
+    tokens = os.path.join(shared, "data", "manpage-pairs", "tokens")
+    pairs = os.path.join(shared, "data", "manpage-pairs", "pairs.json")
+    py = sys.executable
+    me = os.path.abspath(__file__)
+    ort_dyn = os.path.join(work, "minilm.ort-dynamic.onnx")
+    run_checked([py, me, "ort", "quantize", "--model", model, "--out", ort_dyn])
+    table = os.path.join(work, "minilm.calib.json")
+    run_checked([qcc, "calibrate", model, tokens, "--max-samples", "500", "-o", table])
+    plans = {"qcc fp32": (os.path.join(work, "minilm.fp32.plan"), ["--fp32"]),
+             "qcc int8 static": (os.path.join(work, "minilm.static.plan"),
+                                 ["--int8", "--calib", table]),
+             "qcc int8 dynamic": (os.path.join(work, "minilm.dynamic.plan"),
+                                  ["--int8", "--dynamic"])}
+    for plan, flags in plans.values():
+        run_checked([qcc, "compile", model, *flags, "-o", plan])
+    rows = []
+    for threads in (1, 2):
+        row = {"threads": threads}
+        for name, m in (("ORT fp32", model), ("ORT int8 quantize_dynamic", ort_dyn)):
+            row[name] = statistics.median(json.loads(run_checked(
+                [py, me, "ort", "time", "--model", m, "--tokens", tokens, "--threads",
+                 str(threads), "--warmup", str(warmup), "--iters", str(iters)]))["median_ms"]
+                for _ in range(repeats))
+        for name, (plan, _) in plans.items():
+            times = []
+            for _ in range(repeats):
+                out = run_checked([qcc, "bench", plan, "--batch", str(BATCH), "--threads",
+                                   str(threads), "--warmup", str(warmup), "--iters", str(iters)])
+                fields = dict(f.split("=") for f in out.splitlines()[-1].split()[1:])
+                times.append(float(fields["median_ms"]))
+            row[name] = statistics.median(times)
+        rows.append(row)
+        print(f"[{PROG}] threads {threads}: "
+              + ", ".join(f"{k} {v:.1f} ms" for k, v in row.items() if k != "threads"),
+              file=sys.stderr)
+    accuracy = {}
+    if not quick:
+        for name, m in (("ORT fp32", model), ("ORT int8 quantize_dynamic", ort_dyn)):
+            npy = os.path.join(work, name.replace(" ", "_") + ".npy")
+            run_checked([py, me, "ort", "embed", "--model", m, "--tokens", tokens, "--threads",
+                         "2", "--out", npy])
+            e = np.load(npy)
+            accuracy[name] = {"recall1": recall(e[0::2], e[1::2])}
+        ref = np.load(os.path.join(work, "ORT_fp32.npy"))
+        dyn = np.load(os.path.join(work, "ORT_int8_quantize_dynamic.npy"))
+        accuracy["ORT int8 quantize_dynamic"]["cosine"] = float(np.mean(
+            np.sum(ref * dyn, 1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(dyn, axis=1)))
+        for name in ("qcc int8 static", "qcc int8 dynamic"):
+            out = run_checked([qcc, "compare", model, plans[name][0], tokens, "--pairs", pairs])
+            f = {k: float(v) for k, v in (x.split("=") for x in out.splitlines()[-1].split()[1:])}
+            accuracy["qcc fp32"] = {"recall1": f["fp32_recall1"]}
+            accuracy[name] = {"recall1": f["plan_recall1"], "cosine": f["cosine"]}
+    return {"model": MODEL, "batch": BATCH, "tokens": 128, "rows": rows, "accuracy": accuracy,
+            "timing": f"median of {repeats} fresh processes, each the median of {iters} runs"}
+
+
+COLUMNS = ["ORT fp32", "ORT int8 quantize_dynamic", "qcc fp32", "qcc int8 static",
+           "qcc int8 dynamic"]
+
+
+def markdown(r):
+    out = [f"## Transformers: {r['model']} at batch {r['batch']} x {r['tokens']} tokens", "",
+           "ms per batch (" + r["timing"] + "); ratios: qcc static against qcc fp32, and each "
+           "qcc int8 plan against ORT's quantize_dynamic model of the same file.", "",
+           "| threads | " + " | ".join(COLUMNS) + " | static / qcc fp32 | static / ORT int8 | "
+           "dynamic / ORT int8 |",
+           "|---" * (len(COLUMNS) + 4) + "|"]
+    for row in r["rows"]:
+        s, d = row["qcc int8 static"], row["qcc int8 dynamic"]
+        o, f = row["ORT int8 quantize_dynamic"], row["qcc fp32"]
+        out.append(f"| {row['threads']} | " + " | ".join(f"{row[c]:.1f}" for c in COLUMNS)
+                   + f" | {s / f:.2f} ({f / s:.2f}x faster) | {s / o:.2f} | {d / o:.2f} |")
+    if r["accuracy"]:
+        out += ["", "Retrieval on the 1,000 pairs (recall@1 short -> long; mean cosine of the "
+                "embeddings to fp32):", "", "| | recall@1 | cosine to fp32 |", "|---|---|---|"]
+        for name in COLUMNS:
+            a = r["accuracy"].get(name)
+            if a:
+                cos = f"{a['cosine']:.5f}" if "cosine" in a else "-"
+                out.append(f"| {name} | {100 * a['recall1']:.2f}% | {cos} |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "ort":
+        ort_main(sys.argv[2:])
+        return
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default=os.environ.get("QCC_BUILD_DIR", "build"))
+    p.add_argument("--shared", default=os.environ.get(
+        "QCC_SHARED_DIR", os.path.join(REPO, "..", "shared")))
+    p.add_argument("--quick", action="store_true", help="one process, 3 runs, no accuracy")
+    p.add_argument("--workdir", help="default BUILD/transformer-vs-ort")
+    args = p.parse_args()
+    build = args.build if os.path.isabs(args.build) else os.path.join(REPO, args.build)
+    qcc = os.path.join(build, "bin", "qcc")
+    work = args.workdir or os.path.join(build, "transformer-vs-ort")
+    r = run(qcc, os.path.abspath(args.shared), work, args.quick)
+    with open(os.path.join(work, "results.json"), "w") as f:
+        json.dump(r, f, indent=1)
+    print(markdown(r))
+
+
+if __name__ == "__main__":
+    main()
