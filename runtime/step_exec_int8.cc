@@ -308,10 +308,7 @@ void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
   const float* x = c.in<float>(0);
   // The range of this run's X, 0 included (NaN is skipped; infinities fall back to [-1, 1]).
   float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < total; ++i) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
-  }
+  cpu::RangeF32(total, x, &lo, &hi, c.num_threads);
   if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -1.0f, hi = 1.0f;
   cpu::QuantizeS8Params q;
   q.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;

@@ -19,6 +19,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "backend_cpu/kernels/nn_parallel.h"
 #include "support/float16.h"
 #include "support/quantize.h"
@@ -147,6 +150,48 @@ bool CpuHasAvx512Int8() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl");
   return has;
+}
+
+namespace {
+
+/// min and max of x[begin, end) and 0 over 16 independent lanes (vectorizable selects; NaN
+/// compares false and is skipped).
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math"))) void
+RangeSpan(const float* x, int64_t n, float* lo, float* hi) {
+  float l[16] = {}, h[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < 16; ++k) {
+      l[k] = x[i + k] < l[k] ? x[i + k] : l[k];
+      h[k] = x[i + k] > h[k] ? x[i + k] : h[k];
+    }
+  }
+  for (; i < n; ++i) {
+    l[0] = x[i] < l[0] ? x[i] : l[0];
+    h[0] = x[i] > h[0] ? x[i] : h[0];
+  }
+  float a = 0.0f, b = 0.0f;
+  for (int k = 0; k < 16; ++k) {
+    a = l[k] < a ? l[k] : a;
+    b = h[k] > b ? h[k] : b;
+  }
+  *lo = a;
+  *hi = b;
+}
+
+}  // namespace
+
+void RangeF32(int64_t n, const float* x, float* lo, float* hi, int num_threads) {
+  constexpr int64_t kBlock = 1 << 16;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<float> l(std::max<int64_t>(blocks, 1), 0.0f), h(l.size(), 0.0f);
+  NnParallelFor(num_threads, blocks, kBlock, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      RangeSpan(x + b * kBlock, std::min(kBlock, n - b * kBlock), &l[b], &h[b]);
+    }
+  });
+  *lo = *std::min_element(l.begin(), l.end());
+  *hi = *std::max_element(h.begin(), h.end());
 }
 
 void QuantizeF32ToS8Reference(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y) {

@@ -43,6 +43,11 @@ struct AddS8Params {
 /// True when the CPU runs the AVX-512 int8 paths (avx512f, avx512bw and avx512vl).
 bool CpuHasAvx512Int8();
 
+/// The range of x[0, n) with 0 included: *lo = min(0, x...), *hi = max(0, x...); NaN is
+/// skipped (dynamic quantization's per-run range). Exact, so the split over threads and the ISA
+/// do not change it.
+void RangeF32(int64_t n, const float* x, float* lo, float* hi, int num_threads);
+
 /// y[i] = QuantizeValue(x[i], scale, zero_point) for i in [0, n): x / scale, never x * (1/scale);
 /// NaN gives the zero point, +-inf and huge values saturate.
 void QuantizeF32ToS8(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y,

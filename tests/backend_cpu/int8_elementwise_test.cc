@@ -278,3 +278,33 @@ TEST(Fp16ConvertTest, FastPathMatchesReference) {
 
 }  // namespace
 }  // namespace qcc::cpu
+
+namespace qcc::cpu {
+namespace {
+
+TEST(RangeF32Test, MinAndMaxWithZeroSkippingNaNOnAnyThreadCount) {
+  // 200,000 values (several 64k blocks and a tail): positives with one negative outlier far in.
+  std::vector<float> x(200000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f + static_cast<float>(i % 977) * 1e-3f;
+  x[151234] = -7.25f;
+  x[5] = std::nanf("");
+  x[199999] = 3.5f;
+  for (int threads : {1, 2, 3}) {
+    float lo = 1, hi = -1;
+    RangeF32(static_cast<int64_t>(x.size()), x.data(), &lo, &hi, threads);
+    EXPECT_EQ(lo, -7.25f) << threads;
+    EXPECT_EQ(hi, 3.5f) << threads;
+  }
+  // 0 is always inside; no values at all gives [0, 0].
+  const std::vector<float> positive = {2.0f, 3.0f};
+  float lo = 1, hi = -1;
+  RangeF32(2, positive.data(), &lo, &hi, 1);
+  EXPECT_EQ(lo, 0.0f);
+  EXPECT_EQ(hi, 3.0f);
+  RangeF32(0, positive.data(), &lo, &hi, 2);
+  EXPECT_EQ(lo, 0.0f);
+  EXPECT_EQ(hi, 0.0f);
+}
+
+}  // namespace
+}  // namespace qcc::cpu
