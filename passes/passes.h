@@ -40,6 +40,9 @@ std::unique_ptr<Pass> CreateFuseHardSwishPass();
 std::unique_ptr<Pass> CreateFuseLayerNormPass();
 /// fuse-gelu: x * 0.5 * (1 + Erf(x / sqrt(2))) -> one Gelu (passes/fuse_gelu.cc).
 std::unique_ptr<Pass> CreateFuseGeluPass();
+/// fold-attention-scale: MatMul(Q, K^T) / sqrt(d) with the scale folded into the weights and
+/// bias of the Linear layer making Q or K (passes/fold_attention_scale.cc).
+std::unique_ptr<Pass> CreateFoldAttentionScalePass();
 /// Fuses Relu, Clip (constant bounds) and LeakyRelu into the Conv, Gemm or Add producing their
 /// input, when that output has no other use.
 std::unique_ptr<Pass> CreateFuseActivationPass();

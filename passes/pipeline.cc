@@ -74,6 +74,7 @@ Pipeline DefaultPipeline() {
   p.push_back(CreateFuseHardSwishPass());
   p.push_back(CreateFuseLayerNormPass());
   p.push_back(CreateFuseGeluPass());
+  p.push_back(CreateFoldAttentionScalePass());
   p.push_back(CreateFuseActivationPass());
   p.push_back(CreateEliminateDeadCodePass());
   return p;

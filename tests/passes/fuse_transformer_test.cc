@@ -1,7 +1,8 @@
 // fuse-layernorm and fuse-gelu: the written forms of LayerNorm (Pow or Mul for the square, with
 // and without scale and bias, eps on either side) and of the exact GELU ((x * a) * 0.5,
 // (x * 0.5) * a, x * (a * 0.5), Div by sqrt(2) or Mul by 1/sqrt(2)), the near misses that must
-// stay, and the 13 LayerNorms and 6 GELUs of minilm-l6-v2 with its outputs unchanged.
+// stay; fold-attention-scale; and the 13 LayerNorms, 6 GELUs and 6 attention scales of
+// minilm-l6-v2 with its outputs unchanged.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -149,6 +150,58 @@ TEST(PassesFuseGeluTest, NearMissesStay) {
   EXPECT_EQ(CountOps(*r.graph, OpKind::kGelu), 0);
 }
 
+/// x [2, 4, 8] -> Q, K = Linear (MatMul + Add(bias, .)) -> Reshape [2, 4, 2, 4] -> Transpose
+/// -> MatMul(Q, K^T) / 2 (or * 0.5) -> Softmax. `leak`: Q's Linear output is also an output.
+void BuildAttentionScores(ir::Graph& g, bool mul, bool leak) {
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {2, 4, 8}));
+  auto shape = [&](const std::string& name, std::vector<int64_t> dims) {
+    Tensor t(DType::kInt64, {static_cast<int64_t>(dims.size())});
+    std::copy(dims.begin(), dims.end(), t.data<int64_t>());
+    return g.NewConstant(name, std::move(t));
+  };
+  auto linear = [&](const std::string& name, uint32_t seed) {
+    ir::Value* w = g.NewConstant(name + "_w", SeededUniform({8, 8}, seed, -1, 1));
+    ir::Value* b = g.NewConstant(name + "_b", SeededUniform({8}, seed + 1, -1, 1));
+    return Node(g, OpKind::kAdd, name + "_add", {b, Node(g, OpKind::kMatMul, name, {x, w})});
+  };
+  auto heads = [&](ir::Value* v, const std::string& name, std::vector<int64_t> perm) {
+    ir::Node* t = g.AddNode(
+        OpKind::kTranspose, name + "_t",
+        {Node(g, OpKind::kReshape, name + "_r", {v, shape(name + "_shape", {2, 4, 2, 4})})},
+        {name + "_t_out"});
+    t->mutable_attrs<ir::TransposeAttrs>().perm = std::move(perm);
+    return t->output(0);
+  };
+  ir::Value* q_linear = linear("q", 11);
+  ir::Value* q = heads(q_linear, "qh", {0, 2, 1, 3});
+  ir::Value* k = heads(linear("k", 21), "kh", {0, 2, 3, 1});
+  ir::Value* s = Node(g, OpKind::kMatMul, "scores", {q, k});
+  s = mul ? Node(g, OpKind::kMul, "scale", {Scalar(g, "half", 0.5f), s})
+          : Node(g, OpKind::kDiv, "scale", {s, Scalar(g, "two", 2.0f)});
+  g.AddOutput(Node(g, OpKind::kSoftmax, "softmax", {s}));
+  if (leak) g.AddOutput(q_linear);
+}
+
+TEST(PassesFoldAttentionScaleTest, TheScaleGoesIntoTheLinearLayerOfQ) {
+  const Tensor x = SeededUniform({2, 4, 8}, 9, -2, 2);
+  for (bool mul : {false, true}) {
+    FuseResult r = FuseAndCompare([&](ir::Graph& g) { BuildAttentionScores(g, mul, false); },
+                                  passes::CreateFoldAttentionScalePass(), {x}, 1e-5, 1e-6);
+    EXPECT_TRUE(r.changed) << mul;
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kDiv) + CountOps(*r.graph, OpKind::kMul), 0) << mul;
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kMatMul), 3) << mul;
+    // The Softmax reads the scores' MatMul directly.
+    const ir::Node* softmax = OnlyNode(*r.graph, OpKind::kSoftmax);
+    ASSERT_NE(softmax, nullptr);
+    EXPECT_EQ(softmax->input(0)->producer()->kind(), OpKind::kMatMul);
+  }
+  // Q's Linear output is read elsewhere: K's layer takes the scale instead.
+  FuseResult r = FuseAndCompare([&](ir::Graph& g) { BuildAttentionScores(g, false, true); },
+                                passes::CreateFoldAttentionScalePass(), {x}, 1e-5, 1e-6);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(CountOps(*r.graph, OpKind::kDiv), 0);
+}
+
 // minilm-l6-v2 (torch.onnx.export, opset 14) writes its 13 LayerNorms out and its 6 GELUs with
 // Erf; the default pipeline fuses all of them and the embeddings stay the same.
 TEST(PassesFuseTransformerTest, MiniLmThirteenLayerNormsSixGelusAndOutputsAgree) {
@@ -161,6 +214,8 @@ TEST(PassesFuseTransformerTest, MiniLmThirteenLayerNormsSixGelusAndOutputsAgree)
   EXPECT_EQ(CountOps(*g, OpKind::kGelu), 6);
   EXPECT_EQ(CountOps(*g, OpKind::kErf), 0);
   EXPECT_EQ(CountOps(*g, OpKind::kPow), 0);
+  // The pooled mean's and the L2 normalisation's; the 6 attention scales fold.
+  EXPECT_EQ(CountOps(*g, OpKind::kDiv), 2);
   Tensor ids(DType::kInt64, {2, 128}), mask(DType::kInt64, {2, 128}),
       types(DType::kInt64, {2, 128});
   for (int64_t i = 0; i < 256; ++i) {
