@@ -1,8 +1,10 @@
 #include "backend_cpu/kernels/matmul.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/nn_parallel.h"
 
 namespace qcc::cpu {
 
@@ -39,20 +41,34 @@ void MatMulF32(const MatMulF32Params& p, const float* a, const float* b, float* 
     as *= p.a_batch[i];
     bs *= p.b_batch[i];
   }
-  std::vector<int64_t> idx(rank, 0);
-  int64_t a_off = 0, b_off = 0;
-  for (int64_t t = 0; t < batches; ++t) {
-    GemmF32(gp, a + a_off, b + b_off, y + t * p.m * p.n);
-    // Odometer increment over the batch index, keeping the operand offsets in step.
-    for (size_t i = rank; i-- > 0;) {
-      a_off += a_stride[i];
-      b_off += b_stride[i];
-      if (++idx[i] < p.batch[i]) break;
-      a_off -= a_stride[i] * idx[i];
-      b_off -= b_stride[i] * idx[i];
-      idx[i] = 0;
-    }
-  }
+  // Many small products (attention's per-head Q.K^T and P.V): the threads take whole products,
+  // each one single-threaded (GemmF32's result does not depend on its thread count).
+  const bool by_batch = p.num_threads > 1 && batches >= p.num_threads;
+  if (by_batch) gp.threads = 1;
+  NnParallelFor(by_batch ? p.num_threads : 1, batches, p.m * p.n * p.k,
+                [&](int64_t begin, int64_t end) {
+                  // The batch index of `begin`, and the operand offsets it gives.
+                  std::vector<int64_t> idx(rank, 0);
+                  int64_t a_off = 0, b_off = 0;
+                  for (int64_t t = begin, i = static_cast<int64_t>(rank); i-- > 0;) {
+                    idx[i] = t % p.batch[i];
+                    t /= p.batch[i];
+                    a_off += idx[i] * a_stride[i];
+                    b_off += idx[i] * b_stride[i];
+                  }
+                  for (int64_t t = begin; t < end; ++t) {
+                    GemmF32(gp, a + a_off, b + b_off, y + t * p.m * p.n);
+                    // Odometer increment over the batch index, keeping the offsets in step.
+                    for (size_t i = rank; i-- > 0;) {
+                      a_off += a_stride[i];
+                      b_off += b_stride[i];
+                      if (++idx[i] < p.batch[i]) break;
+                      a_off -= a_stride[i] * idx[i];
+                      b_off -= b_stride[i] * idx[i];
+                      idx[i] = 0;
+                    }
+                  }
+                });
 }
 
 void FillBroadcast2dF32(const float* c, int64_t c_rows, int64_t c_cols, float beta, int64_t m,
