@@ -22,6 +22,10 @@ import os
 import statistics
 import subprocess
 import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from calib_vs_ort import cpu_name  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "transformer_vs_ort"
@@ -170,8 +174,12 @@ def run(qcc, shared, work, quick=False, repeats=None):
             f = {k: float(v) for k, v in (x.split("=") for x in out.splitlines()[-1].split()[1:])}
             accuracy["qcc fp32"] = {"recall1": f["fp32_recall1"]}
             accuracy[name] = {"recall1": f["plan_recall1"], "cosine": f["cosine"]}
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    machine = f"{cpu_name()}, {os.cpu_count()} CPUs, qcc commit {commit}, {time.strftime('%Y-%m-%d')}"
     return {"model": MODEL, "batch": BATCH, "tokens": 128, "rows": rows, "accuracy": accuracy,
-            "timing": f"median of {repeats} fresh processes, each the median of {iters} runs"}
+            "timing": f"median of {repeats} fresh processes, each the median of {iters} runs",
+            "machine": machine}
 
 
 COLUMNS = ["ORT fp32", "ORT int8 quantize_dynamic", "qcc fp32", "qcc int8 static",
@@ -180,8 +188,10 @@ COLUMNS = ["ORT fp32", "ORT int8 quantize_dynamic", "qcc fp32", "qcc int8 static
 
 def markdown(r):
     out = [f"## Transformers: {r['model']} at batch {r['batch']} x {r['tokens']} tokens", "",
-           "ms per batch (" + r["timing"] + "); ratios: qcc static against qcc fp32, and each "
-           "qcc int8 plan against ORT's quantize_dynamic model of the same file.", "",
+           f"Measured by `bench/compare-ort --models {r['model']}` (bench/transformer_vs_ort.py) "
+           f"on {r.get('machine', 'this machine')}. ms per batch (" + r["timing"] + "); ratios: "
+           "qcc static against qcc fp32, and each qcc int8 plan against ORT's quantize_dynamic "
+           "model of the same file.", "",
            "| threads | " + " | ".join(COLUMNS) + " | static / qcc fp32 | static / ORT int8 | "
            "dynamic / ORT int8 |",
            "|---" * (len(COLUMNS) + 4) + "|"]
