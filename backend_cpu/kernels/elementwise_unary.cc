@@ -13,6 +13,7 @@
 
 #include "backend_cpu/kernels/elementwise_math.h"
 #include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/simd_dispatch.h"
 
 namespace qcc::cpu {
 namespace {
@@ -59,20 +60,19 @@ int64_t CostOf(UnaryKind kind) {
   }
 }
 
-// The float GELU and erf loops built for AVX-512 and AVX2 as well (chosen at load time): a
-// transformer's FFN spends most of its non-GEMM time here. The same IEEE operations in every
-// clone (no FMA contraction: -ffp-contract=off), so the bits do not depend on the CPU.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void GeluF32(const float* x, float* y,
-                                                                          int64_t n) {
+// The float GELU and erf loops in AVX-512, AVX2 and baseline builds (simd_dispatch.h): a
+// transformer's FFN spends most of its non-GEMM time here.
+inline __attribute__((always_inline)) void GeluF32Body(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * 0.70710678118654752440f));
   }
 }
+QCC_SIMD_VARIANTS(void, GeluF32, (const float* x, float* y, int64_t n), (x, y, n))
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ErfF32Loop(const float* x,
-                                                                             float* y, int64_t n) {
+inline __attribute__((always_inline)) void ErfF32LoopBody(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
 }
+QCC_SIMD_VARIANTS(void, ErfF32Loop, (const float* x, float* y, int64_t n), (x, y, n))
 
 template <typename T>
 void UnaryFloatSerial(const UnaryParams& p, const T* x, T* y, int64_t n) {

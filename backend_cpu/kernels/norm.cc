@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/simd_dispatch.h"
 
 namespace qcc::cpu {
 
@@ -70,11 +71,13 @@ inline __attribute__((always_inline)) double Sum8(const float* x, int64_t n, F f
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-/// Rows [begin, end) of LayerNormF32, built for AVX-512 and AVX2 as well (a transformer runs
-/// two per block); the same operations in every clone.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void LayerNormRows(
-    int64_t begin, int64_t end, int64_t cols, const float* x, const float* scale, const float* bias,
-    float epsilon, float* y, float* mean_out, float* inv_std_out) {
+/// Rows [begin, end) of LayerNormF32 (a transformer runs two per block), in AVX-512, AVX2 and
+/// baseline builds (simd_dispatch.h).
+inline __attribute__((always_inline)) void LayerNormRowsBody(int64_t begin, int64_t end,
+                                                             int64_t cols, const float* x,
+                                                             const float* scale, const float* bias,
+                                                             float epsilon, float* y,
+                                                             float* mean_out, float* inv_std_out) {
   for (int64_t r = begin; r < end; ++r) {
     const float* xr = x + r * cols;
     const double mean = cols > 0 ? Sum8(xr, cols, [](float v) { return double{v}; }) / cols : 0.0;
@@ -97,6 +100,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void LayerNormRows(
     if (inv_std_out != nullptr) inv_std_out[r] = inv_std;
   }
 }
+QCC_SIMD_VARIANTS(void, LayerNormRows,
+                  (int64_t begin, int64_t end, int64_t cols, const float* x, const float* scale,
+                   const float* bias, float epsilon, float* y, float* mean_out, float* inv_std_out),
+                  (begin, end, cols, x, scale, bias, epsilon, y, mean_out, inv_std_out))
 
 }  // namespace
 

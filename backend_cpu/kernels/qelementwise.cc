@@ -14,6 +14,12 @@
 // when CpuHasAvx512Int8().
 #include "backend_cpu/kernels/qelementwise.h"
 
+// RangeF32's selects vectorize only when GCC may assume float compares do not trap (as Clang
+// does by default); qcc never reads floating-point exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 // GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -23,6 +29,7 @@
 #include <vector>
 
 #include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/simd_dispatch.h"
 #include "support/float16.h"
 #include "support/quantize.h"
 
@@ -154,10 +161,10 @@ bool CpuHasAvx512Int8() {
 
 namespace {
 
-/// min and max of x[begin, end) and 0 over 16 independent lanes (vectorizable selects; NaN
-/// compares false and is skipped).
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("no-trapping-math"))) void
-RangeSpan(const float* x, int64_t n, float* lo, float* hi) {
+/// min and max of x[0, n) and 0 over 16 independent lanes (vectorizable selects; NaN compares
+/// false and is skipped), in AVX-512, AVX2 and baseline builds (simd_dispatch.h).
+inline __attribute__((always_inline)) void RangeSpanBody(const float* x, int64_t n, float* lo,
+                                                         float* hi) {
   float l[16] = {}, h[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -178,6 +185,8 @@ RangeSpan(const float* x, int64_t n, float* lo, float* hi) {
   *lo = a;
   *hi = b;
 }
+QCC_SIMD_VARIANTS(void, RangeSpan, (const float* x, int64_t n, float* lo, float* hi),
+                  (x, n, lo, hi))
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend_cpu/kernels/elementwise_math.h"
+#include "backend_cpu/kernels/simd_dispatch.h"
 
 namespace qcc::cpu {
 namespace {
@@ -108,13 +109,15 @@ void SoftmaxBlock(SoftmaxKind kind, int64_t n, int64_t inner, const T* x, T* y, 
   }
 }
 
-/// The contiguous rows of a float softmax (attention's [.., 128] rows), built for AVX-512 and
-/// AVX2 as well and chosen at load time; the same IEEE operations in every clone (no FMA
-/// contraction), so the bits do not depend on the CPU.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SoftmaxRowsF32(
-    SoftmaxKind kind, int64_t outer, int64_t n, const float* x, float* y) {
+/// The contiguous rows of a float softmax (attention's [.., 128] rows), in AVX-512, AVX2 and
+/// baseline builds (simd_dispatch.h).
+inline __attribute__((always_inline)) void SoftmaxRowsF32Body(SoftmaxKind kind, int64_t outer,
+                                                              int64_t n, const float* x, float* y) {
   for (int64_t o = 0; o < outer; ++o) SoftmaxRow(kind, n, x + o * n, y + o * n);
 }
+QCC_SIMD_VARIANTS(void, SoftmaxRowsF32,
+                  (SoftmaxKind kind, int64_t outer, int64_t n, const float* x, float* y),
+                  (kind, outer, n, x, y))
 
 void SoftmaxRows(SoftmaxKind kind, int64_t outer, int64_t n, const float* x, float* y) {
   SoftmaxRowsF32(kind, outer, n, x, y);
