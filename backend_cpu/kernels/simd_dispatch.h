@@ -24,26 +24,20 @@ inline SimdLevel CpuSimdLevel() {
 /// before) built for the widest SIMD level of this CPU. A file whose loops select on float
 /// compares starts with `#pragma GCC optimize("no-trapping-math")` (before its includes, so
 /// every function it inlines has the same options), or the selects do not vectorize.
-#define QCC_SIMD_VARIANTS(ret, name, params, args)                                           \
-  __attribute__((target("avx512f"))) ret name##Avx512 params { \
-    return name##Body args;                                                                  \
-  }                                                                                          \
-  __attribute__((target("avx2"))) ret name##Avx2 params {      \
-    return name##Body args;                                                                  \
-  }                                                                                          \
-  ret name##Baseline params {                  \
-    return name##Body args;                                                                  \
-  }                                                                                          \
-  ret name params {                                                                          \
-    switch (::qcc::cpu::CpuSimdLevel()) {                                                    \
-      case ::qcc::cpu::SimdLevel::kAvx512:                                                   \
-        return name##Avx512 args;                                                            \
-      case ::qcc::cpu::SimdLevel::kAvx2:                                                     \
-        return name##Avx2 args;                                                              \
-      case ::qcc::cpu::SimdLevel::kBaseline:                                                 \
-        break;                                                                               \
-    }                                                                                        \
-    return name##Baseline args;                                                              \
+#define QCC_SIMD_VARIANTS(ret, name, params, args)                                       \
+  __attribute__((target("avx512f"))) ret name##Avx512 params { return name##Body args; } \
+  __attribute__((target("avx2"))) ret name##Avx2 params { return name##Body args; }      \
+  ret name##Baseline params { return name##Body args; }                                  \
+  ret name params {                                                                      \
+    switch (::qcc::cpu::CpuSimdLevel()) {                                                \
+      case ::qcc::cpu::SimdLevel::kAvx512:                                               \
+        return name##Avx512 args;                                                        \
+      case ::qcc::cpu::SimdLevel::kAvx2:                                                 \
+        return name##Avx2 args;                                                          \
+      case ::qcc::cpu::SimdLevel::kBaseline:                                             \
+        break;                                                                           \
+    }                                                                                    \
+    return name##Baseline args;                                                          \
   }
 
 #endif  // QCC_BACKEND_CPU_KERNELS_SIMD_DISPATCH_H_
