@@ -428,11 +428,20 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
       Emit(StepKind::kDynamicQGemm, *node, std::move(ins), out,
            WithParams(runtime::NoStepParams{}));
       FinishFloat(result, out, *node);
-      continue;
+    } else {
+      QCC_RETURN_IF_ERROR(d_.runs_int8(node.get()) ? LowerInt8(*node) : LowerFloat(*node));
     }
-    QCC_RETURN_IF_ERROR(d_.runs_int8(node.get()) ? LowerInt8(*node) : LowerFloat(*node));
-    // A graph output produced in int8 is dequantized into its output buffer right away.
-    for (const ir::Value* v : node->outputs()) {
+    // The values this node's step(s) wrote: its outputs, and the output of a bias Add folded
+    // into it (an int8 MatMul's fp32 result).
+    std::vector<const ir::Value*> written(node->outputs().begin(), node->outputs().end());
+    for (const auto* folded : {&d_.float_result, &d_.dynamic_bias_add}) {
+      if (auto it = folded->find(node.get()); it != folded->end() && it->second != nullptr) {
+        written.push_back(it->second->output(0));
+      }
+    }
+    // A graph output produced in int8 is dequantized into its output buffer right away; an
+    // fp16 one is cast into it.
+    for (const ir::Value* v : written) {
       if (auto f16 = f16_outputs_.find(v); f16 != f16_outputs_.end()) {
         QCC_ASSIGN_OR_RETURN(const int32_t f, F32(v, *node));
         Emit(StepKind::kCast, *node, {f}, f16->second, WithParams(runtime::NoStepParams{}));

@@ -166,6 +166,10 @@ absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
     }
     case OpKind::kMatMul: {
       if (node.input(0)->type().rank() == 2 && node.input(1)->type().rank() == 2) break;  // Gemm
+      if (node.input(0)->type().rank() < 2 || node.input(1)->type().rank() < 2) {
+        return absl::UnimplementedError(
+            absl::StrCat("node '", node.name(), "': MatMul of a 1-D operand in a plan"));
+      }
       QCC_ASSIGN_OR_RETURN(const int32_t a, F32(node.input(0), node));
       QCC_ASSIGN_OR_RETURN(const int32_t b, F32(node.input(1), node));
       return emit(StepKind::kMatMul, {a, b}, WithParams(runtime::NoStepParams{}));

@@ -207,6 +207,12 @@ class Expander {
   absl::Status Expand(const onnx::NodeProto& n, const QOpSpec& spec) {
     std::vector<int> triples = spec.triples;
     if (spec.variadic) {  // (Y_scale, Y_zero_point) first, then (X, scale, zero point) each
+      if (n.input_size() < 5 || (n.input_size() - 2) % 3 != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Label(n), " has ", n.input_size(),
+                         " inputs; expected the output scale and zero point, then an (x, scale, "
+                         "zero point) triple per input"));
+      }
       for (int i = 2; i + 2 < n.input_size(); i += 3) triples.push_back(i);
     }
     QCC_RETURN_IF_ERROR(CheckArity(n, spec, triples));

@@ -99,7 +99,8 @@ class FoldAttentionScalePass : public Pass {
       if (!fuse::HasSingleUse(graph, product) || !IsFloat(product->dtype())) continue;
       ir::Node* top = product->uses()[0].node;
       const std::optional<float> factor = Factor(*top, product);
-      if (!factor) continue;
+      // A one-element factor of higher rank would broadcast the product to a higher rank.
+      if (!factor || !(top->output(0)->type() == product->type())) continue;
       for (int side = 0; side < 2; ++side) {
         ir::Value* w = nullptr;
         ir::Value* bias = nullptr;

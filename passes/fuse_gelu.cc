@@ -102,7 +102,8 @@ class FuseGeluPass : public Pass {
     bool changed = false;
     for (ir::Node* erf : erfs) {
       std::optional<Match> m = MatchAt(graph, erf);
-      if (!m) continue;
+      // One-element constants of higher rank would broadcast x: the Gelu must give its type.
+      if (!m || !(m->top->output(0)->type() == m->x->type())) continue;
       ir::Value* out = m->top->output(0);
       ir::Node* gelu = graph.AddNode(ir::OpKind::kGelu, m->top->name(), {m->x},
                                      {fuse::UniqueName(graph, out->name() + "_gelu")});

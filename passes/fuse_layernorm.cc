@@ -103,7 +103,7 @@ std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* div) {
   }
   if (var == nullptr) return std::nullopt;
   ir::Node* square = var->input(0)->producer();
-  if (square == nullptr || var->input(0)->uses().size() != 1) return std::nullopt;
+  if (square == nullptr || !fuse::HasSingleUse(graph, var->input(0))) return std::nullopt;
   const bool is_square =
       (square->kind() == ir::OpKind::kPow && square->input(0) == d &&
        fuse::ScalarF32(square->input(1)) == 2.0f) ||
@@ -170,7 +170,9 @@ class FuseLayerNormPass : public Pass {
     bool changed = false;
     for (ir::Node* div : divs) {
       std::optional<Match> m = MatchAt(graph, div);
-      if (!m) continue;
+      // A one-element constant of higher rank (eps as [1, 1, 1, 1]) would broadcast the result
+      // to a higher rank: the fused node must give the same type.
+      if (!m || !(m->top->output(0)->type() == m->x->type())) continue;
       const std::vector<ir::Dim>& xd = *m->x->type().dims;
       if (!std::all_of(xd.begin() + m->axis, xd.end(), [](ir::Dim d) { return ir::IsKnown(d); })) {
         continue;

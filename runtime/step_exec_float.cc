@@ -58,6 +58,18 @@ absl::StatusOr<Dims> BroadcastDims(const StepPrepareContext& c, const PlanBuffer
   const Dims ad = DimsAtBatch(a, batch), bd = DimsAtBatch(b, batch);
   const size_t rank = std::max(ad.size(), bd.size());
   Dims out(rank, 0);
+  // Broadcasting is not affine in the batch: an axis that is the batch on one side must be the
+  // batch or 1 on the other (or [-1, 3] against [4, 3] would pass at batches 1 and 4 and read
+  // past A at batch 2).
+  const bool dynamic = c.plan().batch_min != c.plan().batch_max;
+  for (size_t i = 0; dynamic && i + matrix < rank; ++i) {
+    const int64_t da = i + a.dims.size() >= rank ? a.dims[i + a.dims.size() - rank] : 1;
+    const int64_t db = i + b.dims.size() >= rank ? b.dims[i + b.dims.size() - rank] : 1;
+    if ((da == -1) != (db == -1) && da != 1 && db != 1) {
+      return c.Error(absl::StrCat("A ", DimsToString(a.dims), " and B ", DimsToString(b.dims),
+                                  " broadcast only at some batches"));
+    }
+  }
   for (size_t i = 0; i + matrix < rank; ++i) {
     const int64_t ea = i + ad.size() >= rank ? ad[i + ad.size() - rank] : 1;
     const int64_t eb = i + bd.size() >= rank ? bd[i + bd.size() - rank] : 1;

@@ -341,6 +341,11 @@ absl::Status CompareCommand(const CompareOptions& options) {
                      " samples (the query, then the document of each pair, in order); '",
                      options.data, "' gave ", samples));
   }
+  if (pairs > 0 && !retrieval.consistent()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pairs '", options.pairs, "': the embeddings of '", options.data,
+                     "' do not all have the same size (samples of different lengths?)"));
+  }
   retrieval.Finish();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -87,7 +87,10 @@ void RetrievalMetrics::Add(const Tensor& ref, const Tensor& got) {
   if (ref.rank() == 0 || ref.dim(0) == 0) return;
   const int64_t dim = ref.numel() / ref.dim(0);
   if (dim_ == 0) dim_ = dim;
-  if (dim != dim_ || got.numel() != ref.numel()) return;  // one embedding size per run
+  if (dim != dim_ || got.numel() != ref.numel()) {  // one embedding size per run
+    consistent_ = false;
+    return;
+  }
   ref_.insert(ref_.end(), ref.data<float>(), ref.data<float>() + ref.numel());
   got_.insert(got_.end(), got.data<float>(), got.data<float>() + got.numel());
 }

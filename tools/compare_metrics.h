@@ -62,6 +62,9 @@ class RetrievalMetrics {
   /// pair was added.
   void Finish();
   int64_t pairs() const { return pairs_; }
+  /// False when a batch's embeddings had another size than the first's (they were not added,
+  /// and the pairing after them is off): the caller reports an error.
+  bool consistent() const { return consistent_; }
   /// Queries whose nearest document is their own, over pairs: fp32's and the plan's.
   double fp32_recall() const { return Ratio(fp32_hits_); }
   double plan_recall() const { return Ratio(plan_hits_); }
@@ -79,6 +82,7 @@ class RetrievalMetrics {
   int64_t dim_ = 0;
   std::vector<float> ref_, got_;  // every row, in order
   int64_t pairs_ = 0, fp32_hits_ = 0, plan_hits_ = 0, same_ = 0;
+  bool consistent_ = true;
 };
 
 }  // namespace qcc::tools

@@ -106,6 +106,18 @@ TEST(EngineSequenceStepsTest, MatMulBroadcastsBatchAxes) {
       std::string::npos);
 }
 
+TEST(EngineSequenceStepsTest, BroadcastThatHoldsOnlyAtSomeBatchesIsRefused) {
+  // A [N, 2, 3] x B [4, 3, 5]: the batch axis broadcasts against 4 at batch 1 and matches at
+  // batch 4, but not at 2 or 3 (where the kernel would read past A).
+  PlanBuilder p(1, 4);
+  const int32_t a = p.Input("a", kF32, {-1, 2, 3});
+  const int32_t b = p.Weight("b", kF32, {4, 3, 5}, std::vector<float>(60));
+  p.Step(StepKind::kMatMul, "mm", {a, b}, {p.Output("y", kF32, {4, 2, 5})}, NoStepParams{});
+  EXPECT_NE(CreateError(p.plan()).message().find("broadcast only at some batches"),
+            std::string::npos)
+      << CreateError(p.plan());
+}
+
 TEST(EngineSequenceStepsTest, ReduceSumsAndMeansOverAxes) {
   PlanBuilder b(1, 2);
   const int32_t x = b.Input("x", kF32, {-1, 3, 4});
