@@ -150,13 +150,18 @@ def qcc(args, *cmd):
     return subprocess.run([args.qcc, *cmd], capture_output=True, text=True)
 
 
-def run_plan(args, plan, feeds, out_dir):
-    inputs = []
+def input_flags(args, stem, feeds):
+    """Writes each input to WORK/<stem>_<name>.npy; returns the --input flags for them."""
+    flags = []
     for name, values in feeds.items():
-        path = os.path.join(args.work, f"run_{name}.npy")
+        path = os.path.join(args.work, f"{stem}_{name}.npy")
         np.save(path, values)
-        inputs += ["--input", f"{name}={path}"]
-    r = qcc(args, "run", plan, *inputs, "--output-dir", out_dir)
+        flags += ["--input", f"{name}={path}"]
+    return flags
+
+
+def run_plan(args, plan, feeds, out_dir):
+    r = qcc(args, "run", plan, *input_flags(args, "run", feeds), "--output-dir", out_dir)
     if r.returncode != 0:
         raise RuntimeError(f"qcc run {plan}: {r.stderr.strip()}")
     t = onnx.TensorProto()
@@ -273,12 +278,8 @@ def main():
     for name, feeds, mentions in bad_cases:
         out_dir = os.path.join(args.work, f"bad_{name}")
         shutil.rmtree(out_dir, ignore_errors=True)
-        inputs = []
-        for k, v in feeds.items():
-            f = os.path.join(args.work, f"bad_{name}_{k}.npy")
-            np.save(f, v)
-            inputs += ["--input", f"{k}={f}"]
-        r = qcc(args, "run", plan, *inputs, "--output-dir", out_dir)
+        r = qcc(args, "run", plan, *input_flags(args, f"bad_{name}", feeds), "--output-dir",
+                out_dir)
         lines = r.stderr.strip().splitlines()
         print(f"{name}: exit {r.returncode}: {r.stderr.strip()}")
         ok = (r.returncode == 1 and len(lines) == 1 and all(m in lines[0] for m in mentions)
