@@ -231,6 +231,17 @@ absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
       return emit(StepKind::kLayerNorm, std::move(ins),
                   WithParams(runtime::LayerNormStepParams{a.axis, a.epsilon}));
     }
+    case OpKind::kAttention: {
+      const auto& a = node.attrs<ir::AttentionAttrs>();
+      std::vector<int32_t> ins;
+      for (int i = 0; i < node.num_inputs(); ++i) {
+        if (node.input(i) == nullptr) continue;
+        QCC_ASSIGN_OR_RETURN(const int32_t b, F32(node.input(i), node));
+        ins.push_back(b);
+      }
+      return emit(StepKind::kAttention, std::move(ins),
+                  WithParams(runtime::AttentionStepParams{a.q_num_heads, a.kv_num_heads, a.scale}));
+    }
     default:
       break;
   }

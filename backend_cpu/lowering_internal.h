@@ -158,8 +158,9 @@ class Lowering {
   absl::Status LowerInt8(const ir::Node& node);
   absl::Status LowerFloat(const ir::Node& node);
   absl::Status LowerMovement(const ir::Node& node, bool int8);
-  /// Gather, Cast, MatMul of rank > 2, ReduceMean/ReduceSum, LayerNormalization: the steps a
-  /// transformer needs (lowering_float.cc); false in `handled` when `node` is none of them.
+  /// Gather, Cast, MatMul of rank > 2, ReduceMean/ReduceSum, LayerNormalization, qcc.Attention:
+  /// the steps a transformer needs (lowering_float.cc); false in `handled` when `node` is none
+  /// of them.
   absl::Status LowerSequenceOp(const ir::Node& node, bool& handled);
   absl::Status PlanArena();
 

@@ -138,6 +138,7 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
     case StepKind::kReduce:
     case StepKind::kLayerNorm:
     case StepKind::kDynamicQGemm:
+    case StepKind::kAttention:
       // Added for transformers (issue 13) without a GPU to run a kernel on.
     case StepKind::kResize:
     case StepKind::kExpand:

@@ -165,6 +165,12 @@ class Exporter {
                                                    "' is a qcc.Observe; export the model before "
                                                    "observers are inserted"));
     }
+    if (node.kind() == ir::OpKind::kAttention) {
+      return absl::UnimplementedError(
+          absl::StrCat("node '", node.name(),
+                       "' is a qcc.Attention, which has no ONNX form here; export the graph before "
+                       "fuse-attention runs (passes::ExportPipeline)"));
+    }
     if ((node.kind() == ir::OpKind::kSoftmax || node.kind() == ir::OpKind::kLogSoftmax ||
          node.kind() == ir::OpKind::kHardmax) &&
         node.attrs<ir::SoftmaxAttrs>().coerce_2d != 0) {

@@ -149,6 +149,16 @@ struct LayerNormAttrs {
   QCC_ATTR_FIELDS(v("axis", axis); v("epsilon", epsilon); v("stash_type", stash_type);)
 };
 
+/// qcc.Attention: head counts of Q and of K/V (q_num_heads a multiple of kv_num_heads), and the
+/// factor the scores Q·Kᵀ are multiplied by (explicit: the fusion computes it).
+struct AttentionAttrs {
+  int64_t q_num_heads = 0;
+  int64_t kv_num_heads = 0;
+  float scale = 1.0f;
+  QCC_ATTR_FIELDS(v("q_num_heads", q_num_heads); v("kv_num_heads", kv_num_heads);
+                  v("scale", scale);)
+};
+
 struct GemmAttrs {
   float alpha = 1.0f;
   float beta = 1.0f;
@@ -337,11 +347,11 @@ struct DequantizeLinearAttrs {
 
 using Attrs =
     std::variant<NoAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs, BatchNormAttrs, EpsilonAttrs,
-                 LayerNormAttrs, GemmAttrs, LeakyReluAttrs, EluAttrs, ThresholdedReluAttrs,
-                 SeluAttrs, HardSigmoidAttrs, GeluAttrs, ShrinkAttrs, IsInfAttrs, ModAttrs,
-                 SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs, ReshapeAttrs,
-                 TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs, CastAttrs,
-                 ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs,
+                 LayerNormAttrs, AttentionAttrs, GemmAttrs, LeakyReluAttrs, EluAttrs,
+                 ThresholdedReluAttrs, SeluAttrs, HardSigmoidAttrs, GeluAttrs, ShrinkAttrs,
+                 IsInfAttrs, ModAttrs, SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs,
+                 ReshapeAttrs, TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs,
+                 CastAttrs, ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs,
                  QuantizeLinearAttrs, DequantizeLinearAttrs>;
 
 }  // namespace qcc::ir

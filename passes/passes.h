@@ -43,6 +43,9 @@ std::unique_ptr<Pass> CreateFuseGeluPass();
 /// fold-attention-scale: MatMul(Q, K^T) / sqrt(d) with the scale folded into the weights and
 /// bias of the Linear layer making Q or K (passes/fold_attention_scale.cc).
 std::unique_ptr<Pass> CreateFoldAttentionScalePass();
+/// fuse-attention: Q·Kᵀ (scaled), + mask, Softmax, ·V with the head split and merge around it ->
+/// one qcc.Attention (passes/fuse_attention.cc).
+std::unique_ptr<Pass> CreateFuseAttentionPass();
 /// Fuses Relu, Clip (constant bounds) and LeakyRelu into the Conv, Gemm or Add producing their
 /// input, when that output has no other use.
 std::unique_ptr<Pass> CreateFuseActivationPass();
@@ -55,6 +58,9 @@ std::unique_ptr<Pass> CreateInsertObserversPass();
 
 /// The fp32 pipeline run before calibration and compilation: clean-up, fusions, clean-up.
 Pipeline DefaultPipeline();
+/// DefaultPipeline without the fusions into qcc's own ops (fuse-attention), which have no ONNX
+/// form: what `qcc export` runs before writing a QDQ model.
+Pipeline ExportPipeline();
 
 }  // namespace qcc::passes
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -75,8 +76,18 @@ Pipeline DefaultPipeline() {
   p.push_back(CreateFuseLayerNormPass());
   p.push_back(CreateFuseGeluPass());
   p.push_back(CreateFoldAttentionScalePass());
+  p.push_back(CreateFuseAttentionPass());
   p.push_back(CreateFuseActivationPass());
   p.push_back(CreateEliminateDeadCodePass());
+  return p;
+}
+
+Pipeline ExportPipeline() {
+  Pipeline p = DefaultPipeline();
+  p.erase(std::remove_if(
+              p.begin(), p.end(),
+              [](const std::unique_ptr<Pass>& pass) { return pass->name() == "fuse-attention"; }),
+          p.end());
   return p;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/activation.h"
+#include "backend_cpu/kernels/attention.h"
 #include "backend_cpu/kernels/broadcast.h"
 #include "backend_cpu/kernels/conv.h"
 #include "backend_cpu/kernels/elementwise_binary.h"
@@ -480,6 +481,69 @@ void RunLayerNorm(const LayerNormState& s, const StepRunContext& c) {
                     c.out<float>(0), nullptr, nullptr, c.num_threads);
 }
 
+// ---- Attention ----
+
+absl::StatusOr<AttentionStepParams> PrepareAttention(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(3, 4, 1));
+  QCC_ASSIGN_OR_RETURN(const AttentionStepParams p, c.Decode<AttentionStepParams>());
+  if (p.q_heads <= 0 || p.kv_heads <= 0 || p.q_heads % p.kv_heads != 0) {
+    return c.Error(absl::StrCat("q_heads ", p.q_heads, " is not a positive multiple of kv_heads ",
+                                p.kv_heads));
+  }
+  if (!std::isfinite(p.scale)) return c.Error("the scale is not finite");
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* q, c.Input(0, "Q", kF32, 3));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* k, c.Input(1, "K", kF32, 3));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* v, c.Input(2, "V", kF32, 3));
+  const PlanBuffer* mask = nullptr;
+  if (c.input(3) != nullptr) {
+    QCC_ASSIGN_OR_RETURN(mask, c.Input(3, "mask", kF32));
+    if (mask->dims.size() > 4) return c.Error("the mask has rank > 4");
+  }
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 3));
+  for (int64_t batch : c.batches()) {
+    const Dims qd = DimsAtBatch(*q, batch), kd = DimsAtBatch(*k, batch);
+    const Dims vd = DimsAtBatch(*v, batch);
+    const int64_t head = qd[2] / p.q_heads;
+    if (qd[2] % p.q_heads != 0 || kd[2] != head * p.kv_heads || vd[2] % p.kv_heads != 0 ||
+        kd[0] != qd[0] || vd[0] != qd[0] || vd[1] != kd[1]) {
+      return c.Error(absl::StrCat("Q ", DimsToString(qd), ", K ", DimsToString(kd), " and V ",
+                                  DimsToString(vd), " do not make ", p.q_heads, " and ", p.kv_heads,
+                                  " heads at batch ", batch));
+    }
+    if (mask != nullptr) {
+      const Dims md = DimsAtBatch(*mask, batch);
+      const Dims full = {qd[0], p.q_heads, qd[1], kd[1]};
+      for (size_t i = 0; i < md.size(); ++i) {
+        if (md[i] != 1 && md[i] != full[4 - md.size() + i]) {
+          return c.Error(absl::StrCat("the mask ", DimsToString(md), " does not broadcast to ",
+                                      DimsToString(full), " at batch ", batch));
+        }
+      }
+    }
+    QCC_RETURN_IF_ERROR(
+        c.CheckDims(*y, "output Y", batch, {qd[0], qd[1], p.q_heads * (vd[2] / p.kv_heads)}));
+  }
+  return p;
+}
+
+cpu::AttentionF32Params AttentionParams(const AttentionStepParams& s, const StepRunContext& c) {
+  const Dims q = c.in_dims(0), k = c.in_dims(1), v = c.in_dims(2);
+  const bool has_mask = c.step->inputs.size() > 3 && c.step->inputs[3] >= 0;
+  return cpu::Attention3dParams(q[0], q[1], k[1], q[2], v[2], s.q_heads, s.kv_heads,
+                                has_mask ? c.in_dims(3) : Dims{}, s.scale, c.num_threads);
+}
+
+int64_t AttentionScratch(const AttentionStepParams& s, const StepRunContext& c) {
+  return cpu::AttentionF32ScratchFloats(AttentionParams(s, c)) * int64_t{sizeof(float)};
+}
+
+void RunAttention(const AttentionStepParams& s, const StepRunContext& c) {
+  const bool has_mask = c.step->inputs.size() > 3 && c.step->inputs[3] >= 0;
+  cpu::AttentionF32(AttentionParams(s, c), c.in<float>(0), c.in<float>(1), c.in<float>(2),
+                    has_mask ? c.in<float>(3) : nullptr, c.out<float>(0),
+                    static_cast<float*>(c.scratch));
+}
+
 // ---- Pools ----
 
 struct PoolState {
@@ -585,6 +649,8 @@ void RegisterFloatSteps(StepRegistry& r) {
   r.Add(StepKind::kMatMul, PrepareStep<NoStepParams, PrepareMatMul, RunMatMul>);
   r.Add(StepKind::kReduce, PrepareStep<ReduceStepParams, PrepareReduce, RunReduce>);
   r.Add(StepKind::kLayerNorm, PrepareStep<LayerNormState, PrepareLayerNorm, RunLayerNorm>);
+  r.Add(StepKind::kAttention,
+        PrepareStep<AttentionStepParams, PrepareAttention, RunAttention, AttentionScratch>);
   r.Add(StepKind::kSoftmax, PrepareStep<int64_t, PrepareSoftmax, RunSoftmax>);
   r.Add(StepKind::kUnary, PrepareStep<UnaryStepParams, PrepareUnary, RunUnary>);
   r.Add(StepKind::kBinary, PrepareStep<BinaryState, PrepareBinary, RunBinary>);

@@ -37,6 +37,8 @@
 //                       bias f32 [N] (or absent) -> Y f32 [M,N]: X quantized per run with the
 //                       zero point and scale of its [min, max] (0 included), then qgemm.h's
 //                       fp32 result with multiplier s_x * s_w
+//   Attention           Q f32 [B,Sq,Hq*D], K f32 [B,Skv,Hkv*D], V f32 [B,Skv,Hkv*Dv], mask f32
+//                       (or absent; rank <= 4, broadcast to [B,Hq,Sq,Skv]) -> Y f32 [B,Sq,Hq*Dv]
 #ifndef QCC_RUNTIME_STEPS_H_
 #define QCC_RUNTIME_STEPS_H_
 
@@ -381,6 +383,20 @@ struct LayerNormStepParams {
   void Visit(V& v) {
     v.Int(axis);
     v.Float(epsilon);
+  }
+};
+
+/// Attention: Y[b, h] = softmax(scale * Q[b, h] K[b, g]ᵀ + mask[b, h]) V[b, g] per query head
+/// h, g = h / (q_heads / kv_heads) (backend_cpu/kernels/attention.h).
+struct AttentionStepParams {
+  int64_t q_heads = 1;
+  int64_t kv_heads = 1;
+  float scale = 1.0f;
+  template <typename V>
+  void Visit(V& v) {
+    v.Int(q_heads);
+    v.Int(kv_heads);
+    v.Float(scale);
   }
 };
 

@@ -11,19 +11,12 @@
 
 namespace qcc {
 
-/// e^x within about 2 ulp; +-inf and NaN as libm gives them, denormal results included.
-/// Derivation (Cephes expf): e^x = 2^n * e^r with n = round(x / ln2) and r = x - n ln2, where
-/// ln2 is split into a 9-bit head and a tail so n * head is exact and |r| <= ln2 / 2; e^r is a
-/// degree-7 polynomial; 2^n is built in the exponent bits as 2^(n >> 1) * 2^(n - (n >> 1)) so
-/// that both factors stay normal for every n in [-150, 128].
-QCC_HOST_DEVICE inline float ExpF32(float x) {
-  constexpr float kHi = 88.7228394f;     // ln(FLT_MAX): above, the result overflows
-  constexpr float kLo = -104.0f;         // below, the result rounds to 0
+/// The core of ExpF32 below, for a finite x in [-104, 88.73]: n = round(x / ln2) in `n`, and
+/// e^r for r = x - n ln2 as the return value (shared with the softmax rows of attention).
+QCC_HOST_DEVICE inline float ExpReducedF32(float x, float& n) {
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds v to int
-  // NaN takes 0 here (and is returned below): converting a NaN n to int would be undefined.
-  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x == x ? x : 0.0f));
-  const float n = (xc * 1.44269504088896341f + kRound) - kRound;
-  float r = xc - n * 0.693359375f;
+  n = (x * 1.44269504088896341f + kRound) - kRound;
+  float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   const float z = r * r;
   float p = 1.9875691500e-4f;
@@ -32,7 +25,21 @@ QCC_HOST_DEVICE inline float ExpF32(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * z + r + 1.0f;
+  return p * z + r + 1.0f;
+}
+
+/// e^x within about 2 ulp; +-inf and NaN as libm gives them, denormal results included.
+/// Derivation (Cephes expf): e^x = 2^n * e^r with n = round(x / ln2) and r = x - n ln2, where
+/// ln2 is split into a 9-bit head and a tail so n * head is exact and |r| <= ln2 / 2; e^r is a
+/// degree-7 polynomial; 2^n is built in the exponent bits as 2^(n >> 1) * 2^(n - (n >> 1)) so
+/// that both factors stay normal for every n in [-150, 128].
+QCC_HOST_DEVICE inline float ExpF32(float x) {
+  constexpr float kHi = 88.7228394f;  // ln(FLT_MAX): above, the result overflows
+  constexpr float kLo = -104.0f;      // below, the result rounds to 0
+  // NaN takes 0 here (and is returned below): converting a NaN n to int would be undefined.
+  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x == x ? x : 0.0f));
+  float n;
+  const float p = ExpReducedF32(xc, n);
   const int32_t ni = static_cast<int32_t>(n);
   const int32_t n1 = ni >> 1;  // floor(n / 2)
   const int32_t n2 = ni - n1;

@@ -266,6 +266,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
   };
   int int8_nodes = 0, nodes = 0, shape_nodes = 0;
   int gemms = 0, float_results = 0, float_gemms = 0;  // MatMul/Gemm nodes
+  int attentions = 0;                                 // fused qcc.Attention nodes
   for (const auto& n : graph->nodes()) {
     if (n->kind() == ir::OpKind::kConstant) continue;
     if (known(*n)) {
@@ -274,6 +275,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     }
     ++nodes;
     int8_nodes += decision.runs_int8(n.get()) || decision.dynamic.contains(n.get()) ? 1 : 0;
+    if (n->kind() == ir::OpKind::kAttention) ++attentions;
     if (n->kind() == ir::OpKind::kMatMul || n->kind() == ir::OpKind::kGemm) {
       ++gemms;
       if (decision.float_result.contains(n.get())) ++float_results;
@@ -317,6 +319,12 @@ absl::Status CompileCommand(const CompileOptions& options) {
                                           .c_str()
                                     : "",
                 float_gemms, float_gemms > 0 ? " (why: the lines below)" : "");
+  }
+  if (options.int8 && attentions > 0) {
+    std::printf(
+        "  attention: %d fused (Q.K^T, mask, softmax and P.V in one step each: %d products of two "
+        "activations) in fp32: qcc has no int8 attention kernel\n",
+        attentions, 2 * attentions);
   }
   if (decision.widened_channels > 0) {
     std::printf(

@@ -26,6 +26,11 @@ struct SoftmaxParams {
 template <typename T>
 void Softmax(const SoftmaxParams& p, const T* x, T* y);
 
+/// Softmax of `rows` contiguous rows of n floats in place, each after adding its row of `add`
+/// (row r at add + r * add_row_stride; null: nothing added): attention's masked scores. Equal to
+/// an Add followed by Softmax over the last axis.
+void SoftmaxAddRows(int64_t rows, int64_t n, float* x, const float* add, int64_t add_row_stride);
+
 }  // namespace qcc::cpu
 
 #endif  // QCC_BACKEND_CPU_KERNELS_SOFTMAX_H_

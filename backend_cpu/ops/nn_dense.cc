@@ -1,8 +1,10 @@
-// Gemm and MatMul on the CPU, both on the OpenBLAS sgemm wrapper; Gemm applies its fused
-// activation after the product.
+// Gemm, MatMul and qcc.Attention on the CPU, on the OpenBLAS sgemm wrapper; Gemm applies its
+// fused activation after the product.
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/attention.h"
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/matmul.h"
 #include "backend_cpu/ops/fused_activation.h"
@@ -72,11 +74,29 @@ absl::Status RunMatMul(OpContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status RunAttention(OpContext& ctx) {
+  QCC_RETURN_IF_ERROR(RequireF32Inputs(ctx));
+  const ir::AttentionAttrs& a = ctx.attrs<ir::AttentionAttrs>();
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  const AttentionF32Params p = Attention3dParams(
+      q.dim(0), q.dim(1), k.dim(1), q.dim(2), v.dim(2), a.q_num_heads, a.kv_num_heads,
+      mask != nullptr ? mask->dims() : Dims{}, a.scale, ctx.num_threads);
+  std::vector<float> scratch(AttentionF32ScratchFloats(p));
+  AttentionF32(p, q.data<float>(), k.data<float>(), v.data<float>(),
+               mask != nullptr ? mask->data<float>() : nullptr, ctx.output(0).data<float>(),
+               scratch.data());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterDenseOps(OpRegistry& registry) {
   registry.Add(ir::OpKind::kGemm, RunGemm);
   registry.Add(ir::OpKind::kMatMul, RunMatMul);
+  registry.Add(ir::OpKind::kAttention, RunAttention);
 }
 
 }  // namespace qcc::cpu::nn

@@ -16,7 +16,7 @@ namespace qcc::cpu::nn {
 void RegisterConvOps(OpRegistry& registry);   // Conv, ConvTranspose
 void RegisterPoolOps(OpRegistry& registry);   // MaxPool, AveragePool, Global{Average,Max}Pool
 void RegisterNormOps(OpRegistry& registry);   // Batch/Instance/LayerNormalization
-void RegisterDenseOps(OpRegistry& registry);  // Gemm, MatMul
+void RegisterDenseOps(OpRegistry& registry);  // Gemm, MatMul, qcc.Attention
 
 /// OK when every present input is fp32 (fp16/bf16 arrive as fp32 under kComputeInF32), else
 /// Unimplemented naming the dtype.

@@ -305,23 +305,20 @@ struct SoftmaxBody {
     const float* x = a.x + base;
     float* y = a.y + base;
     if (a.inner == 1) {
-      // SoftmaxRow: RowMax (four partial maxima), exp, RowSum in double (four partial sums).
-      float m4[4] = {x[0], x[0], x[0], x[0]};
+      // SoftmaxRow: RowMax (exact, so any grouping), exp, RowSum in double (eight partial sums
+      // added in its order), then times the reciprocal of the sum.
+      float m = x[0];
       int64_t k = 0;
-      for (; k + 4 <= n; k += 4) {
-        for (int q = 0; q < 4; ++q) m4[q] = x[k + q] > m4[q] ? x[k + q] : m4[q];
-      }
-      for (; k < n; ++k) m4[0] = x[k] > m4[0] ? x[k] : m4[0];
-      const float ma = m4[0] > m4[1] ? m4[0] : m4[1], mb = m4[2] > m4[3] ? m4[2] : m4[3];
-      const float m = ma > mb ? ma : mb;
+      for (k = 1; k < n; ++k) m = x[k] > m ? x[k] : m;
       for (k = 0; k < n; ++k) y[k] = ExpF32(x[k] - m);
-      double s4[4] = {0, 0, 0, 0};
-      for (k = 0; k + 4 <= n; k += 4) {
-        for (int q = 0; q < 4; ++q) s4[q] += y[k + q];
+      double s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (k = 0; k + 8 <= n; k += 8) {
+        for (int q = 0; q < 8; ++q) s8[q] += y[k + q];
       }
-      for (; k < n; ++k) s4[0] += y[k];
-      const float sum = static_cast<float>((s4[0] + s4[1]) + (s4[2] + s4[3]));
-      for (k = 0; k < n; ++k) y[k] /= sum;
+      for (; k < n; ++k) s8[0] += y[k];
+      const double sum = ((s8[0] + s8[4]) + (s8[2] + s8[6])) + ((s8[1] + s8[5]) + (s8[3] + s8[7]));
+      const float inv = static_cast<float>(1.0 / sum);
+      for (k = 0; k < n; ++k) y[k] *= inv;
       return;
     }
     // SoftmaxBlock at one inner position: sequential max, exps, float sum, division.

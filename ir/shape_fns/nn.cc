@@ -314,4 +314,55 @@ absl::Status InferMatMul(InferContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status InferAttention(InferContext& ctx) {
+  const AttentionAttrs& a = ctx.attrs<AttentionAttrs>();
+  const TensorType& q = ctx.input(0);
+  ctx.outputs[0] = TensorType::UnknownShape(q.dtype);
+  if (a.q_num_heads <= 0 || a.kv_num_heads <= 0 || a.q_num_heads % a.kv_num_heads != 0) {
+    return ctx.Error(absl::StrCat("q_num_heads ", a.q_num_heads,
+                                  " must be a positive multiple of kv_num_heads ", a.kv_num_heads));
+  }
+  static constexpr const char* kNames[] = {"Q", "K", "V"};
+  for (int i = 0; i < 3; ++i) {
+    const TensorType& t = ctx.input(i);
+    if (t.dtype != q.dtype) return ctx.Error(absl::StrCat(kNames[i], " has another type than Q"));
+    if (!t.has_rank()) return absl::OkStatus();
+    if (t.rank() != 3 || !IsKnown((*t.dims)[2])) {
+      return ctx.Error(absl::StrCat(
+          kNames[i], " must be [batch, sequence, heads * head size] with a known last extent"));
+    }
+  }
+  const std::vector<Dim>& qd = *q.dims;
+  const std::vector<Dim>& kd = *ctx.input(1).dims;
+  const std::vector<Dim>& vd = *ctx.input(2).dims;
+  const Dim head = qd[2] / a.q_num_heads;
+  if (qd[2] % a.q_num_heads != 0 || kd[2] != head * a.kv_num_heads || vd[2] % a.kv_num_heads != 0) {
+    return ctx.Error(absl::StrCat("Q [", absl::StrJoin(qd, ","), "], K [", absl::StrJoin(kd, ","),
+                                  "] and V [", absl::StrJoin(vd, ","), "] do not split into ",
+                                  a.q_num_heads, " and ", a.kv_num_heads, " heads of one size"));
+  }
+  if (Conflict(qd[0], kd[0]) || Conflict(qd[0], vd[0]) || Conflict(kd[1], vd[1])) {
+    return ctx.Error(absl::StrCat("Q [", absl::StrJoin(qd, ","), "], K [", absl::StrJoin(kd, ","),
+                                  "] and V [", absl::StrJoin(vd, ","),
+                                  "] differ in batch or K/V length"));
+  }
+  if (ctx.has_input(3) && ctx.input(3).has_rank()) {
+    const TensorType& m = ctx.input(3);
+    if (m.dtype != q.dtype) return ctx.Error("the mask must have Q's type");
+    const std::vector<Dim> full = {qd[0], a.q_num_heads, qd[1], kd[1]};
+    const std::vector<Dim>& md = *m.dims;
+    bool ok = md.size() <= 4;
+    for (size_t i = 0; ok && i < md.size(); ++i) {
+      const Dim target = full[4 - md.size() + i];
+      ok = md[i] == 1 || !Conflict(md[i], target);
+    }
+    if (!ok) {
+      return ctx.Error(absl::StrCat("the mask [", absl::StrJoin(md, ","),
+                                    "] does not broadcast to [batch, heads, Sq, Skv]"));
+    }
+  }
+  ctx.outputs[0].dims = std::vector<Dim>{qd[0], qd[1], a.q_num_heads * (vd[2] / a.kv_num_heads)};
+  return absl::OkStatus();
+}
+
 }  // namespace qcc::ir

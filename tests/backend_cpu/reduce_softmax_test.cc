@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend_cpu/kernels/softmax.h"
 #include "gtest/gtest.h"
 #include "tests/backend_cpu/elementwise_testing.h"
 #include "tests/testing/op_test_util.h"
@@ -96,6 +97,34 @@ TEST(ReduceSoftmax, Float64AndBadAxis) {
   auto bad = RunSingleOp(OpKind::kSoftmax, ir::SoftmaxAttrs{2, 0}, {{F32({2}, {1, 2})}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+}
+
+TEST(ReduceSoftmax, AddRowsIsAddThenSoftmax) {
+  // Attention's rows: softmax(x + add) in place equals the Add then the Softmax kernel bit for
+  // bit where every term is a normal float; a -1e4 mask gives exact zeros, a term below
+  // 1.2e-38 of the row's largest is 0 (the Softmax kernel keeps it as a denormal), NaN spreads.
+  constexpr int64_t kRows = 5, kN = 37;
+  std::vector<float> x = testing::UniformFloats(kRows * kN, -6.0f, 6.0f, 17);
+  std::vector<float> add = testing::UniformFloats(kRows * kN, -2.0f, 2.0f, 18);
+  for (int64_t j = 0; j < kN; j += 7) add[2 * kN + j] = -10000.0f;
+  std::vector<float> sum(x.size()), want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) sum[i] = x[i] + add[i];
+  cpu::SoftmaxParams p;
+  p.outer = kRows;
+  p.n = kN;
+  cpu::Softmax<float>(p, sum.data(), want.data());
+  std::vector<float> got = x;
+  cpu::SoftmaxAddRows(kRows, kN, got.data(), add.data(), kN);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+  for (int64_t j = 0; j < kN; j += 7) EXPECT_EQ(got[2 * kN + j], 0.0f) << j;
+  // One row without an add, a term 95 below the maximum, and a NaN.
+  std::vector<float> row = {0.0f, -95.0f, 1.0f, 2.0f};
+  cpu::SoftmaxAddRows(1, 4, row.data(), nullptr, 0);
+  EXPECT_EQ(row[1], 0.0f);
+  EXPECT_NEAR(row[3], std::exp(2.0) / (1 + std::exp(1.0) + std::exp(2.0)), 1e-7);
+  row = {0.0f, std::nanf(""), 1.0f};
+  cpu::SoftmaxAddRows(1, 3, row.data(), nullptr, 0);
+  for (float v : row) EXPECT_TRUE(std::isnan(v));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // fuse-layernorm and fuse-gelu: the written forms of LayerNorm (Pow or Mul for the square, with
 // and without scale and bias, eps on either side) and of the exact GELU ((x * a) * 0.5,
 // (x * 0.5) * a, x * (a * 0.5), Div by sqrt(2) or Mul by 1/sqrt(2)), the near misses that must
-// stay; fold-attention-scale; and the 13 LayerNorms, 6 GELUs and 6 attention scales of
-// minilm-l6-v2 with its outputs unchanged.
+// stay; fold-attention-scale; fuse-attention over the head split/merge forms, scales and masks
+// exporters write, and its near misses; and the 13 LayerNorms, 6 GELUs, 6 attention scales and
+// 6 attentions of minilm-l6-v2 with its outputs unchanged.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -202,9 +203,111 @@ TEST(PassesFoldAttentionScaleTest, TheScaleGoesIntoTheLinearLayerOfQ) {
   EXPECT_EQ(CountOps(*r.graph, OpKind::kDiv), 0);
 }
 
+struct AttentionSpec {
+  enum Scale { kNone, kDivAfter, kMulAfter, kBothSides } scale = kNone;
+  bool mask = true;             // + mask [2, 1, 1, 6] (a graph input)
+  bool two_transposes = false;  // K: [0, 2, 1, 3] then [0, 1, 3, 2] (HF's k.transpose(-1, -2))
+  int64_t kv_heads = 2;         // 2, or 1 (one shared K/V head)
+  bool leak = false;            // the probabilities are also a graph output
+  bool scale_v = false;         // V * 0.5 before the heads split (not a score scale)
+};
+
+/// q [2, 5, 8], k and v [2, 6, 2 * kv_heads... ] split into heads of 4 -> attention -> [2, 5, 8].
+void BuildAttention(ir::Graph& g, const AttentionSpec& s) {
+  const int64_t kv = 4 * s.kv_heads;
+  ir::Value* q = g.AddInput("q", ir::TensorType(DType::kFloat32, {2, 5, 8}));
+  ir::Value* k = g.AddInput("k", ir::TensorType(DType::kFloat32, {2, 6, kv}));
+  ir::Value* v = g.AddInput("v", ir::TensorType(DType::kFloat32, {2, 6, kv}));
+  ir::Value* mask =
+      s.mask ? g.AddInput("mask", ir::TensorType(DType::kFloat32, {2, 1, 1, 6})) : nullptr;
+  auto transpose = [&](ir::Value* x, const std::string& name, std::vector<int64_t> perm) {
+    ir::Node* t = g.AddNode(OpKind::kTranspose, name, {x}, {name + "_out"});
+    t->mutable_attrs<ir::TransposeAttrs>().perm = std::move(perm);
+    return t->output(0);
+  };
+  auto split = [&](ir::Value* x, const std::string& name, int64_t len, int64_t heads) {
+    return Node(g, OpKind::kReshape, name, {x, Axes(g, name + "_shape", {-1, len, heads, 4})});
+  };
+  ir::Value* qh = transpose(split(q, "q_split", 5, 2), "q_t", {0, 2, 1, 3});
+  ir::Value* kh =
+      s.two_transposes
+          ? transpose(transpose(split(k, "k_split", 6, s.kv_heads), "k_t0", {0, 2, 1, 3}), "k_t",
+                      {0, 1, 3, 2})
+          : transpose(split(k, "k_split", 6, s.kv_heads), "k_t", {0, 2, 3, 1});
+  ir::Value* vh = transpose(split(v, "v_split", 6, s.kv_heads), "v_t", {0, 2, 1, 3});
+  if (s.scale_v) vh = Node(g, OpKind::kMul, "v_scale", {vh, Scalar(g, "v_half", 0.5f)});
+  if (s.scale == AttentionSpec::kBothSides) {  // scaled_dot_product_attention's export
+    qh = Node(g, OpKind::kMul, "q_scale", {qh, Scalar(g, "q_root", 0.70710678f)});
+    kh = Node(g, OpKind::kMul, "k_scale", {Scalar(g, "k_root", 0.70710678f), kh});
+  }
+  ir::Value* scores = Node(g, OpKind::kMatMul, "scores", {qh, kh});
+  if (s.scale == AttentionSpec::kDivAfter) {
+    scores = Node(g, OpKind::kDiv, "scale", {scores, Scalar(g, "two", 2.0f)});
+  } else if (s.scale == AttentionSpec::kMulAfter) {
+    scores = Node(g, OpKind::kMul, "scale", {Scalar(g, "half", 0.5f), scores});
+  }
+  if (mask != nullptr) scores = Node(g, OpKind::kAdd, "masked", {mask, scores});
+  ir::Value* probs = Node(g, OpKind::kSoftmax, "softmax", {scores});
+  ir::Value* o = Node(g, OpKind::kMatMul, "context", {probs, vh});
+  ir::Value* y = Node(g, OpKind::kReshape, "merge",
+                      {transpose(o, "o_t", {0, 2, 1, 3}), Axes(g, "merge_shape", {0, 5, 8})});
+  g.AddOutput(Node(g, OpKind::kNeg, "neg", {y}));
+  if (s.leak) g.AddOutput(probs);
+}
+
+std::vector<Tensor> AttentionInputs(const AttentionSpec& s) {
+  std::vector<Tensor> in = {SeededUniform({2, 5, 8}, 41, -2, 2),
+                            SeededUniform({2, 6, 4 * s.kv_heads}, 42, -2, 2),
+                            SeededUniform({2, 6, 4 * s.kv_heads}, 43, -2, 2)};
+  if (s.mask) {
+    Tensor m(DType::kFloat32, {2, 1, 1, 6});
+    for (int64_t i = 0; i < 12; ++i) m.data<float>()[i] = i % 6 >= 4 + i / 6 ? -10000.0f : 0.0f;
+    in.push_back(m);
+  }
+  return in;
+}
+
+TEST(PassesFuseAttentionTest, EveryWrittenFormBecomesOneAttention) {
+  using S = AttentionSpec;
+  for (const S& s : {S{S::kNone}, S{S::kDivAfter}, S{S::kMulAfter, false}, S{S::kBothSides},
+                     S{S::kDivAfter, true, true}, S{S::kNone, true, false, 1}}) {
+    SCOPED_TRACE(absl::StrCat("scale ", s.scale, " mask ", s.mask, " two transposes ",
+                              s.two_transposes, " kv heads ", s.kv_heads));
+    FuseResult r =
+        FuseAndCompare([&](ir::Graph& g) { BuildAttention(g, s); },
+                       passes::CreateFuseAttentionPass(), AttentionInputs(s), 1e-5, 1e-6);
+    EXPECT_TRUE(r.changed);
+    ASSERT_EQ(r.graph->nodes().size(), 2u);  // qcc.Attention, Neg (the head splits are dead)
+    const ir::Node* a = OnlyNode(*r.graph, OpKind::kAttention);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->input(0)->name(), "q");
+    EXPECT_EQ(a->input(1)->name(), "k");
+    EXPECT_EQ(a->input(2)->name(), "v");
+    EXPECT_EQ(a->num_inputs(), s.mask ? 4 : 3);
+    const auto& attrs = a->attrs<ir::AttentionAttrs>();
+    EXPECT_EQ(attrs.q_num_heads, 2);
+    EXPECT_EQ(attrs.kv_num_heads, s.kv_heads);
+    EXPECT_NEAR(attrs.scale, s.scale == S::kNone ? 1.0f : 0.5f, 1e-6f);
+    // The fused result keeps the merged tensor's name (calibration tables key on it).
+    EXPECT_EQ(a->output(0)->name(), "merge_out");
+  }
+}
+
+TEST(PassesFuseAttentionTest, NearMissesStay) {
+  using S = AttentionSpec;
+  // The probabilities also a graph output; V scaled (its factor is not a score scale).
+  for (const S& s : {S{S::kNone, true, false, 2, true}, S{S::kNone, true, false, 2, false, true}}) {
+    SCOPED_TRACE(absl::StrCat("leak ", s.leak, " scale_v ", s.scale_v));
+    FuseResult r = FuseAndCompare([&](ir::Graph& g) { BuildAttention(g, s); },
+                                  passes::CreateFuseAttentionPass(), AttentionInputs(s));
+    EXPECT_FALSE(r.changed);
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kAttention), 0);
+  }
+}
+
 // minilm-l6-v2 (torch.onnx.export, opset 14) writes its 13 LayerNorms out and its 6 GELUs with
 // Erf; the default pipeline fuses all of them and the embeddings stay the same.
-TEST(PassesFuseTransformerTest, MiniLmThirteenLayerNormsSixGelusAndOutputsAgree) {
+TEST(PassesFuseTransformerTest, MiniLmLayerNormsGelusAndAttentionsFuseAndOutputsAgree) {
   auto before = LoadModel("minilm-l6-v2");
   auto g = LoadModel("minilm-l6-v2");
   ASSERT_TRUE(g && before);
@@ -216,6 +319,10 @@ TEST(PassesFuseTransformerTest, MiniLmThirteenLayerNormsSixGelusAndOutputsAgree)
   EXPECT_EQ(CountOps(*g, OpKind::kPow), 0);
   // The pooled mean's and the L2 normalisation's; the 6 attention scales fold.
   EXPECT_EQ(CountOps(*g, OpKind::kDiv), 2);
+  // Each block's attention is one qcc.Attention: no Softmax, no head transposes left.
+  EXPECT_EQ(CountOps(*g, OpKind::kAttention), 6);
+  EXPECT_EQ(CountOps(*g, OpKind::kSoftmax), 0);
+  EXPECT_EQ(CountOps(*g, OpKind::kTranspose), 0);
   Tensor ids(DType::kInt64, {2, 128}), mask(DType::kInt64, {2, 128}),
       types(DType::kInt64, {2, 128});
   for (int64_t i = 0; i < 256; ++i) {

@@ -1,5 +1,6 @@
 // The step kinds a transformer needs (issue 13): Gather (with the engine's id check), Cast from
-// integers, batched MatMul, Reduce, LayerNorm, QGemm's fp32 result and DynamicQGemm, against
+// integers, batched MatMul, Reduce, LayerNorm, QGemm's fp32 result, DynamicQGemm and Attention,
+// against
 // loops written out here, at two batches of a dynamic plan; and what their prepare refuses.
 #include <cmath>
 #include <cstdint>
@@ -250,6 +251,104 @@ TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesItsInputPerRun) {
       }
     }
   }
+}
+
+/// softmax(scale * Q Kᵀ + mask) V per head, in double: Q [n, sq, hq*d], K [n, skv, hk*d],
+/// V [n, skv, hk*dv], mask [n, 1, 1, skv] (or empty) -> [n, sq, hq*dv].
+std::vector<double> AttentionLoops(const std::vector<float>& q, const std::vector<float>& k,
+                                   const std::vector<float>& v, const std::vector<float>& mask,
+                                   int64_t n, int64_t sq, int64_t skv, int64_t hq, int64_t hk,
+                                   int64_t d, int64_t dv, float scale) {
+  std::vector<double> y(n * sq * hq * dv);
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t g = h / (hq / hk);
+      for (int64_t i = 0; i < sq; ++i) {
+        std::vector<double> s(skv);
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < skv; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e) {
+            dot += double{q[(b * sq + i) * hq * d + h * d + e]} *
+                   k[(b * skv + j) * hk * d + g * d + e];
+          }
+          s[j] = scale * dot + (mask.empty() ? 0.0 : mask[b * skv + j]);
+          m = std::max(m, s[j]);
+        }
+        for (int64_t j = 0; j < skv; ++j) sum += s[j] = std::exp(s[j] - m);
+        for (int64_t e = 0; e < dv; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < skv; ++j)
+            acc += s[j] / sum * v[(b * skv + j) * hk * dv + g * dv + e];
+          y[(b * sq + i) * hq * dv + h * dv + e] = acc;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(EngineSequenceStepsTest, AttentionIsSoftmaxOfMaskedScoresTimesV) {
+  // 4 query heads over 4 K/V heads (multi-head) or 1 (multi-query), Sq 5, Skv 7, D 3, Dv 2,
+  // a [N, 1, 1, 7] additive mask or none, on 1 and 2 threads at batches 1 and 3.
+  for (int64_t hk : {4, 1}) {
+    for (bool with_mask : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("kv heads ", hk, " mask ", with_mask));
+      constexpr int64_t kSq = 5, kSkv = 7, kHq = 4, kD = 3, kDv = 2;
+      PlanBuilder b(1, 3);
+      const int32_t q = b.Input("q", kF32, {-1, kSq, kHq * kD});
+      const int32_t k = b.Input("k", kF32, {-1, kSkv, hk * kD});
+      const int32_t v = b.Input("v", kF32, {-1, kSkv, hk * kDv});
+      std::vector<int32_t> ins = {q, k, v};
+      if (with_mask) ins.push_back(b.Input("mask", kF32, {-1, 1, 1, kSkv}));
+      const int32_t y = b.Output("y", kF32, {-1, kSq, kHq * kDv});
+      b.Step(StepKind::kAttention, "attention", ins, {y}, AttentionStepParams{kHq, hk, 0.7f});
+      for (int64_t n : {1, 3}) {
+        auto make = [&](Dims dims, uint64_t seed) {
+          Tensor t(kF32, std::move(dims));
+          const std::vector<float> values = Values(t.numel(), seed);
+          std::copy(values.begin(), values.end(), t.data<float>());
+          return std::make_pair(t, values);
+        };
+        auto [tq, vq] = make({n, kSq, kHq * kD}, 21 + n);
+        auto [tk, vk] = make({n, kSkv, hk * kD}, 31 + n);
+        auto [tv, vv] = make({n, kSkv, hk * kDv}, 41 + n);
+        std::vector<float> vm;
+        std::vector<Tensor> inputs = {tq, tk, tv};
+        if (with_mask) {
+          Tensor tm(kF32, {n, 1, 1, kSkv});
+          for (int64_t i = 0; i < tm.numel(); ++i) {
+            vm.push_back(i % kSkv == (i / kSkv) % kSkv ? -10000.0f : 0.25f * (i % 3));
+          }
+          std::copy(vm.begin(), vm.end(), tm.data<float>());
+          inputs.push_back(tm);
+        }
+        const std::vector<double> want =
+            AttentionLoops(vq, vk, vv, vm, n, kSq, kSkv, kHq, hk, kD, kDv, 0.7f);
+        const std::vector<Tensor> one = RunPlan(b.plan(), inputs, 1);
+        const std::vector<Tensor> two = RunPlan(b.plan(), inputs, 2);
+        ASSERT_EQ(one.size(), 1u);
+        ASSERT_EQ(two.size(), 1u);
+        ASSERT_EQ(one[0].numel(), static_cast<int64_t>(want.size()));
+        for (size_t i = 0; i < want.size(); ++i) {
+          EXPECT_NEAR(one[0].data<float>()[i], want[i], 2e-6) << i;
+          EXPECT_EQ(two[0].data<float>()[i], one[0].data<float>()[i]) << i;  // threads: same bits
+        }
+      }
+    }
+  }
+}
+
+TEST(EngineSequenceStepsTest, AttentionRefusesHeadsThatDoNotDivide) {
+  PlanBuilder b(1, 2);
+  const int32_t q = b.Input("q", kF32, {-1, 5, 12});
+  const int32_t k = b.Input("k", kF32, {-1, 7, 8});  // 2 heads of 4, not Q's head size 3
+  const int32_t v = b.Input("v", kF32, {-1, 7, 8});
+  const int32_t y = b.Output("y", kF32, {-1, 5, 16});
+  b.Step(StepKind::kAttention, "attention", {q, k, v}, {y}, AttentionStepParams{4, 2, 1.0f});
+  const absl::Status s = CreateError(b.plan());
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("do not make 4 and 2 heads"), std::string::npos) << s;
 }
 
 }  // namespace

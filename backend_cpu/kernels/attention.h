@@ -1,0 +1,56 @@
+// Scaled dot-product attention in fp32 (ONNX Attention, opset 23, without a KV cache): for every
+// batch b and query head h,
+//   Y[b, h] = softmax(scale * Q[b, h] · K[b, g]ᵀ + mask[b, h]) · V[b, g],   g = h / (Hq / Hkv)
+// one (batch, head) at a time, so a head's scores stay in cache: no [B, H, Sq, Skv] tensor is
+// written, and Q, K, V and Y are read and written in place in their [B, S, H * D] (or
+// [B, H, S, D]) layout with no transposes.
+#ifndef QCC_BACKEND_CPU_KERNELS_ATTENTION_H_
+#define QCC_BACKEND_CPU_KERNELS_ATTENTION_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace qcc::cpu {
+
+/// Where head h of batch b starts (b * batch + h * head elements) and the distance between its
+/// consecutive sequence positions (row); a position's head_size elements are contiguous.
+struct AttentionLayout {
+  int64_t batch = 0, head = 0, row = 0;
+};
+
+struct AttentionF32Params {
+  int64_t batch = 1;
+  int64_t q_heads = 1, kv_heads = 1;  // q_heads a multiple of kv_heads (grouped-query attention)
+  int64_t q_len = 0, kv_len = 0;      // sequence lengths
+  int64_t head_size = 0;              // of Q and K
+  int64_t v_head_size = 0;            // of V and Y
+  AttentionLayout q, k, v, y;
+  /// The additive mask (optional) broadcast to [batch, q_heads, q_len, kv_len]: element
+  /// (b, h, i, j) at b * batch + h * head + i * row + j * col; a broadcast axis has stride 0.
+  struct {
+    int64_t batch = 0, head = 0, row = 0, col = 1;
+  } mask;
+  float scale = 1.0f;
+  int num_threads = 1;
+};
+
+/// The parameters for dense Q [batch, q_len, q_heads * head], K [batch, kv_len, kv_heads * head],
+/// V [batch, kv_len, kv_heads * v_head] and Y [batch, q_len, q_heads * v_head], and a dense mask
+/// of `mask_dims` (rank <= 4, right-aligned to [batch, q_heads, q_len, kv_len], extent 1
+/// broadcasting). The caller has checked that the extents divide.
+AttentionF32Params Attention3dParams(int64_t batch, int64_t q_len, int64_t kv_len, int64_t q_hidden,
+                                     int64_t v_hidden, int64_t q_heads, int64_t kv_heads,
+                                     const std::vector<int64_t>& mask_dims, float scale,
+                                     int num_threads);
+
+/// The floats of scratch AttentionF32 needs (per-thread score blocks).
+int64_t AttentionF32ScratchFloats(const AttentionF32Params& p);
+
+/// Computes Y. `mask` may be null; `scratch` holds AttentionF32ScratchFloats(p) floats. Y must
+/// not overlap Q, K, V or the mask.
+void AttentionF32(const AttentionF32Params& p, const float* q, const float* k, const float* v,
+                  const float* mask, float* y, float* scratch);
+
+}  // namespace qcc::cpu
+
+#endif  // QCC_BACKEND_CPU_KERNELS_ATTENTION_H_
