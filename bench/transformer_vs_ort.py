@@ -8,8 +8,11 @@
 - qcc fp32 is `qcc compile --fp32`, qcc static int8 `qcc calibrate` (first 500 token files) then
   `qcc compile --int8` with default flags, qcc dynamic `qcc compile --int8 --dynamic`; timed with
   `qcc bench --batch 8 --threads T`.
-Every timing is the median of `--repeats` fresh processes, each the median of its timed runs, on
-the first 8 token files (qcc bench: seeded 0/1 ids, which cost the same). Accuracy is `qcc compare
+Every timing is the median of 5 rounds (1 with --quick); a round runs each of the five once, in
+turn, as a fresh process that reports the median of its timed runs, on the first 8 token files
+(qcc bench: seeded 0/1 ids, which cost the same). The ratios are medians of the per-round ratios,
+so that a slow spell of the machine (this 2-core VM's second core is sometimes busy: 2-thread
+times then rise by a third for every program) falls on both sides of a ratio. Accuracy is `qcc compare
 --pairs` for qcc and numpy on ORT's embeddings for ORT.
 
     .venv/bin/python bench/transformer_vs_ort.py [--quick] [--docs docs]
@@ -118,7 +121,7 @@ def run(qcc, shared, work, quick=False, repeats=None):
     """Returns the results dict (see markdown())."""
     import numpy as np  # noqa: PLC0415
 
-    repeats = repeats or (1 if quick else 3)
+    repeats = repeats or (1 if quick else 5)
     warmup, iters = (1, 3) if quick else (3, 10)
     os.makedirs(work, exist_ok=True)
     model = os.path.join(shared, "models", MODEL, "model.onnx")
@@ -139,23 +142,33 @@ def run(qcc, shared, work, quick=False, repeats=None):
         run_checked([qcc, "compile", model, *flags, "-o", plan])
     rows = []
     for threads in (1, 2):
-        row = {"threads": threads}
-        for name, m in (("ORT fp32", model), ("ORT int8 quantize_dynamic", ort_dyn)):
-            row[name] = statistics.median(json.loads(run_checked(
-                [py, me, "ort", "time", "--model", m, "--tokens", tokens, "--threads",
-                 str(threads), "--warmup", str(warmup), "--iters", str(iters)]))["median_ms"]
-                for _ in range(repeats))
-        for name, (plan, _) in plans.items():
-            times = []
-            for _ in range(repeats):
+        # Rounds: each runs the five once, in turn, so that a slow spell of this shared machine
+        # (its second core is sometimes busy) falls on every configuration of a round alike; the
+        # ratios are medians of the per-round ratios.
+        times = {name: [] for name in COLUMNS}
+        for _ in range(repeats):
+            for name, m in (("ORT fp32", model), ("ORT int8 quantize_dynamic", ort_dyn)):
+                times[name].append(json.loads(run_checked(
+                    [py, me, "ort", "time", "--model", m, "--tokens", tokens, "--threads",
+                     str(threads), "--warmup", str(warmup), "--iters", str(iters)]))["median_ms"])
+            for name, (plan, _) in plans.items():
                 out = run_checked([qcc, "bench", plan, "--batch", str(BATCH), "--threads",
                                    str(threads), "--warmup", str(warmup), "--iters", str(iters)])
                 fields = dict(f.split("=") for f in out.splitlines()[-1].split()[1:])
-                times.append(float(fields["median_ms"]))
-            row[name] = statistics.median(times)
+                times[name].append(float(fields["median_ms"]))
+        row = {"threads": threads}
+        row.update({name: statistics.median(t) for name, t in times.items()})
+
+        def paired(a, b):
+            return statistics.median(x / y for x, y in zip(times[a], times[b]))
+
+        row["ratios"] = {"static_fp32": paired("qcc int8 static", "qcc fp32"),
+                         "static_ort": paired("qcc int8 static", "ORT int8 quantize_dynamic"),
+                         "dynamic_ort": paired("qcc int8 dynamic", "ORT int8 quantize_dynamic"),
+                         "rounds": {name: [round(x, 1) for x in t] for name, t in times.items()}}
         rows.append(row)
         print(f"[{PROG}] threads {threads}: "
-              + ", ".join(f"{k} {v:.1f} ms" for k, v in row.items() if k != "threads"),
+              + ", ".join(f"{k} {row[k]:.1f} ms" for k in COLUMNS),
               file=sys.stderr)
     accuracy = {}
     if not quick:
@@ -178,7 +191,8 @@ def run(qcc, shared, work, quick=False, repeats=None):
                             capture_output=True, text=True).stdout.strip() or "unknown"
     machine = f"{cpu_name()}, {os.cpu_count()} CPUs, qcc commit {commit}, {time.strftime('%Y-%m-%d')}"
     return {"model": MODEL, "batch": BATCH, "tokens": 128, "rows": rows, "accuracy": accuracy,
-            "timing": f"median of {repeats} fresh processes, each the median of {iters} runs",
+            "timing": f"median of {repeats} rounds of fresh processes, each the median of {iters} "
+                      "runs; a round runs the five in turn",
             "machine": machine}
 
 
@@ -191,15 +205,19 @@ def markdown(r):
            f"Measured by `bench/compare-ort --models {r['model']}` (bench/transformer_vs_ort.py) "
            f"on {r.get('machine', 'this machine')}. ms per batch (" + r["timing"] + "); ratios: "
            "qcc static against qcc fp32, and each qcc int8 plan against ORT's quantize_dynamic "
-           "model of the same file.", "",
+           "model of the same file, medians of the per-round ratios.", "",
            "| threads | " + " | ".join(COLUMNS) + " | static / qcc fp32 | static / ORT int8 | "
            "dynamic / ORT int8 |",
            "|---" * (len(COLUMNS) + 4) + "|"]
     for row in r["rows"]:
         s, d = row["qcc int8 static"], row["qcc int8 dynamic"]
         o, f = row["ORT int8 quantize_dynamic"], row["qcc fp32"]
+        ratios = row.get("ratios") or {"static_fp32": s / f, "static_ort": s / o,
+                                        "dynamic_ort": d / o}
+        sf = ratios["static_fp32"]
         out.append(f"| {row['threads']} | " + " | ".join(f"{row[c]:.1f}" for c in COLUMNS)
-                   + f" | {s / f:.2f} ({f / s:.2f}x faster) | {s / o:.2f} | {d / o:.2f} |")
+                   + f" | {sf:.2f} ({1 / sf:.2f}x faster) | {ratios['static_ort']:.2f} | "
+                   f"{ratios['dynamic_ort']:.2f} |")
     if r["accuracy"]:
         out += ["", "Retrieval on the 1,000 pairs (recall@1 short -> long; mean cosine of the "
                 "embeddings to fp32):", "", "| | recall@1 | cosine to fp32 |", "|---|---|---|"]

@@ -2,6 +2,7 @@
 // that ops.def declares, so nothing past the importer knows which opset a model came from.
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/internal/node_import.h"
 #include "ir/op_kind.h"
@@ -164,7 +165,8 @@ absl::Status CanonicalizeResize(NodeImport& n) {
 absl::StatusOr<OpKind> ResolveOpKind(const NodeImport& n) {
   if (IsUpsample(n)) return OpKind::kResize;
   std::optional<OpKind> kind = ir::OpKindFromName(n.proto.op_type());
-  if (!kind) {
+  // qcc's own ops (qcc.Observe, qcc.Attention) are made by passes, never read from a model.
+  if (!kind || absl::StartsWith(n.proto.op_type(), "qcc.")) {
     return absl::UnimplementedError(absl::StrCat(n.Label(), ": op '", n.proto.op_type(),
                                                  "' (opset ", n.opset, ") is not supported"));
   }

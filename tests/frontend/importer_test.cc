@@ -269,6 +269,19 @@ TEST(FrontendImporter, UnsupportedOpNamesNodeOpAndOpset) {
             "node 'nms': op 'NonMaxSuppression' (opset 17) is not supported");
 }
 
+TEST(FrontendImporter, QccInternalOpsAreNotReadFromModels) {
+  // qcc.Observe and qcc.Attention are made by passes; a model naming them is refused.
+  for (const char* op : {"qcc.Attention", "qcc.Observe"}) {
+    ModelBuilder b(13);
+    b.Input("x", {2, 3, 4});
+    b.Node(op, {"x", "x", "x"}, {"y"}, "internal");
+    b.Output("y");
+    auto g = b.Import();
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented) << op;
+    EXPECT_THAT(g.status().ToString(), AllOf(HasSubstr("internal"), HasSubstr(op)));
+  }
+}
+
 TEST(FrontendImporter, OtherDomainIsUnimplemented) {
   for (const char* domain : {"com.microsoft", "ai.onnx.ml"}) {
     ModelBuilder b(13);
