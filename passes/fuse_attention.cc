@@ -82,6 +82,7 @@ std::optional<Heads> HeadsOf(const ir::Value* v, const std::vector<int64_t>& per
     }
     const std::vector<Dim>& xd = *x->type().dims;
     const std::vector<Dim>& rd = *v->type().dims;
+    if (xd[0] == ir::kUnknownDim || xd[1] == ir::kUnknownDim) return std::nullopt;
     if (xd[0] != rd[0] || xd[1] != rd[1] || !ir::IsKnown(rd[2]) || !ir::IsKnown(rd[3]) ||
         !ir::IsKnown(xd[2]) || rd[2] <= 0 || rd[2] * rd[3] != xd[2]) {
       return std::nullopt;
@@ -201,6 +202,15 @@ std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* softmax) {
   std::optional<Heads> v = HeadsOf(pv->input(1), {0, 2, 1, 3}, v_scale);
   if (!q || !k || !v || v_scale != 1.0f || k->heads != v->heads || k->size != q->size ||
       (k->heads != q->heads && k->heads != 1)) {
+    return std::nullopt;
+  }
+  // One batch for Q, K and V and one length for K and V, as extents that are known or named
+  // (the MatMuls would broadcast a K or V of batch 1; the fused step does not).
+  const std::vector<Dim>& qd = *q->x->type().dims;
+  const std::vector<Dim>& kd = *k->x->type().dims;
+  const std::vector<Dim>& vd = *v->x->type().dims;
+  if (qd[0] == ir::kUnknownDim || kd[1] == ir::kUnknownDim || qd[1] == ir::kUnknownDim ||
+      kd[0] != qd[0] || vd[0] != qd[0] || vd[1] != kd[1]) {
     return std::nullopt;
   }
   m.q = *q;

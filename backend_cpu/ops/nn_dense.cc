@@ -81,6 +81,26 @@ absl::Status RunAttention(OpContext& ctx) {
   const Tensor& k = ctx.input(1);
   const Tensor& v = ctx.input(2);
   const Tensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  // Shape inference checked what it knew; the extents themselves are checked here.
+  bool ok = q.rank() == 3 && k.rank() == 3 && v.rank() == 3 && a.q_num_heads > 0 &&
+            a.kv_num_heads > 0 && a.q_num_heads % a.kv_num_heads == 0 && q.dim(0) == k.dim(0) &&
+            q.dim(0) == v.dim(0) && k.dim(1) == v.dim(1) && q.dim(2) % a.q_num_heads == 0 &&
+            k.dim(2) == q.dim(2) / a.q_num_heads * a.kv_num_heads && v.dim(2) % a.kv_num_heads == 0;
+  if (ok && mask != nullptr) {
+    const Dims full = {q.dim(0), a.q_num_heads, q.dim(1), k.dim(1)};
+    ok = mask->rank() <= 4;
+    for (int64_t i = 0; ok && i < mask->rank(); ++i) {
+      const int64_t d = mask->dim(i);
+      ok = d == 1 || d == full[4 - mask->rank() + i];
+    }
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("qcc.Attention: Q ", DimsToString(q.dims()), ", K ", DimsToString(k.dims()),
+                     ", V ", DimsToString(v.dims()),
+                     mask != nullptr ? absl::StrCat(" and mask ", DimsToString(mask->dims())) : "",
+                     " do not fit ", a.q_num_heads, " and ", a.kv_num_heads, " heads"));
+  }
   const AttentionF32Params p = Attention3dParams(
       q.dim(0), q.dim(1), k.dim(1), q.dim(2), v.dim(2), a.q_num_heads, a.kv_num_heads,
       mask != nullptr ? mask->dims() : Dims{}, a.scale, ctx.num_threads);

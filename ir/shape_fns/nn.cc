@@ -341,7 +341,8 @@ absl::Status InferAttention(InferContext& ctx) {
                                   "] and V [", absl::StrJoin(vd, ","), "] do not split into ",
                                   a.q_num_heads, " and ", a.kv_num_heads, " heads of one size"));
   }
-  if (Conflict(qd[0], kd[0]) || Conflict(qd[0], vd[0]) || Conflict(kd[1], vd[1])) {
+  // Equal, not merely compatible: a K of batch 1 is not broadcast over Q's batch.
+  if (qd[0] != kd[0] || qd[0] != vd[0] || kd[1] != vd[1]) {
     return ctx.Error(absl::StrCat("Q [", absl::StrJoin(qd, ","), "], K [", absl::StrJoin(kd, ","),
                                   "] and V [", absl::StrJoin(vd, ","),
                                   "] differ in batch or K/V length"));

@@ -209,15 +209,18 @@ struct AttentionSpec {
   bool two_transposes = false;  // K: [0, 2, 1, 3] then [0, 1, 3, 2] (HF's k.transpose(-1, -2))
   int64_t kv_heads = 2;         // 2, or 1 (one shared K/V head)
   bool leak = false;            // the probabilities are also a graph output
-  bool scale_v = false;         // V * 0.5 before the heads split (not a score scale)
+  bool scale_v = false;         // V's heads * 0.5 (it scales the result, not the scores)
+  bool kv_batch1 = false;       // K and V of batch 1, broadcast by the MatMuls over Q's 2
 };
 
-/// q [2, 5, 8], k and v [2, 6, 2 * kv_heads... ] split into heads of 4 -> attention -> [2, 5, 8].
+/// q [2, 5, 8], k and v [2 (or 1), 6, 4 * kv_heads] split into heads of 4 -> attention -> [2, 5,
+/// 8].
 void BuildAttention(ir::Graph& g, const AttentionSpec& s) {
   const int64_t kv = 4 * s.kv_heads;
   ir::Value* q = g.AddInput("q", ir::TensorType(DType::kFloat32, {2, 5, 8}));
-  ir::Value* k = g.AddInput("k", ir::TensorType(DType::kFloat32, {2, 6, kv}));
-  ir::Value* v = g.AddInput("v", ir::TensorType(DType::kFloat32, {2, 6, kv}));
+  const int64_t kv_batch = s.kv_batch1 ? 1 : 2;
+  ir::Value* k = g.AddInput("k", ir::TensorType(DType::kFloat32, {kv_batch, 6, kv}));
+  ir::Value* v = g.AddInput("v", ir::TensorType(DType::kFloat32, {kv_batch, 6, kv}));
   ir::Value* mask =
       s.mask ? g.AddInput("mask", ir::TensorType(DType::kFloat32, {2, 1, 1, 6})) : nullptr;
   auto transpose = [&](ir::Value* x, const std::string& name, std::vector<int64_t> perm) {
@@ -257,8 +260,8 @@ void BuildAttention(ir::Graph& g, const AttentionSpec& s) {
 
 std::vector<Tensor> AttentionInputs(const AttentionSpec& s) {
   std::vector<Tensor> in = {SeededUniform({2, 5, 8}, 41, -2, 2),
-                            SeededUniform({2, 6, 4 * s.kv_heads}, 42, -2, 2),
-                            SeededUniform({2, 6, 4 * s.kv_heads}, 43, -2, 2)};
+                            SeededUniform({s.kv_batch1 ? 1 : 2, 6, 4 * s.kv_heads}, 42, -2, 2),
+                            SeededUniform({s.kv_batch1 ? 1 : 2, 6, 4 * s.kv_heads}, 43, -2, 2)};
   if (s.mask) {
     Tensor m(DType::kFloat32, {2, 1, 1, 6});
     for (int64_t i = 0; i < 12; ++i) m.data<float>()[i] = i % 6 >= 4 + i / 6 ? -10000.0f : 0.0f;
@@ -295,9 +298,11 @@ TEST(PassesFuseAttentionTest, EveryWrittenFormBecomesOneAttention) {
 
 TEST(PassesFuseAttentionTest, NearMissesStay) {
   using S = AttentionSpec;
-  // The probabilities also a graph output; V scaled (its factor is not a score scale).
-  for (const S& s : {S{S::kNone, true, false, 2, true}, S{S::kNone, true, false, 2, false, true}}) {
-    SCOPED_TRACE(absl::StrCat("leak ", s.leak, " scale_v ", s.scale_v));
+  // The probabilities also a graph output; V scaled (its factor is not a score scale); K and V
+  // of batch 1 under Q's batch 2 (the fused step does not broadcast them).
+  for (const S& s : {S{S::kNone, true, false, 2, true}, S{S::kNone, true, false, 2, false, true},
+                     S{S::kNone, false, false, 2, false, false, true}}) {
+    SCOPED_TRACE(absl::StrCat("leak ", s.leak, " scale_v ", s.scale_v, " kv_batch1 ", s.kv_batch1));
     FuseResult r = FuseAndCompare([&](ir::Graph& g) { BuildAttention(g, s); },
                                   passes::CreateFuseAttentionPass(), AttentionInputs(s));
     EXPECT_FALSE(r.changed);
