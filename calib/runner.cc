@@ -17,7 +17,7 @@
 namespace qcc::calib {
 
 absl::StatusOr<std::vector<passes::PassRecord>> InstrumentForCalibration(ir::Graph& graph) {
-  passes::Pipeline pipeline = passes::DefaultPipeline();
+  passes::Pipeline pipeline = passes::OnnxFormPipeline();
   pipeline.push_back(passes::CreateInsertObserversPass());
   return passes::RunPipeline(graph, pipeline);
 }

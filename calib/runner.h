@@ -20,8 +20,9 @@
 
 namespace qcc::calib {
 
-/// Runs passes::DefaultPipeline() and then the insert-observers pass on `graph`: the graph the
-/// runner executes. Returns what each pass did.
+/// Runs passes::OnnxFormPipeline() (the default one without fuse-attention: the table then has
+/// the ranges `qcc export` needs too) and then the insert-observers pass on `graph`: the graph
+/// the runner executes. Returns what each pass did.
 absl::StatusOr<std::vector<passes::PassRecord>> InstrumentForCalibration(ir::Graph& graph);
 
 /// Where the runner executes. kAuto is the GPU when the CUDA backend has one, else the CPU.

@@ -169,7 +169,7 @@ class Exporter {
       return absl::UnimplementedError(
           absl::StrCat("node '", node.name(),
                        "' is a qcc.Attention, which has no ONNX form here; export the graph before "
-                       "fuse-attention runs (passes::ExportPipeline)"));
+                       "fuse-attention runs (passes::OnnxFormPipeline)"));
     }
     if ((node.kind() == ir::OpKind::kSoftmax || node.kind() == ir::OpKind::kLogSoftmax ||
          node.kind() == ir::OpKind::kHardmax) &&

@@ -181,6 +181,16 @@ std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* softmax) {
         !(p->input(side)->type() == s->type())) {
       return std::nullopt;
     }
+    // Each mask extent is 1 or the scores' own, and a named (dynamic) one only on the batch axis.
+    const std::vector<Dim>& md = *mt.dims;
+    const std::vector<Dim>& sd = *s->type().dims;
+    for (size_t i = 0; i < md.size(); ++i) {
+      const size_t axis = 4 - md.size() + i;
+      if (md[i] == 1) continue;
+      if (md[i] == ir::kUnknownDim || md[i] != sd[axis] || (!ir::IsKnown(md[i]) && axis != 0)) {
+        return std::nullopt;
+      }
+    }
     m.nodes.push_back(p);
     s = p->input(side);
     p = s->producer();

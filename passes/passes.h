@@ -58,9 +58,11 @@ std::unique_ptr<Pass> CreateInsertObserversPass();
 
 /// The fp32 pipeline run before calibration and compilation: clean-up, fusions, clean-up.
 Pipeline DefaultPipeline();
-/// DefaultPipeline without the fusions into qcc's own ops (fuse-attention), which have no ONNX
-/// form: what `qcc export` runs before writing a QDQ model.
-Pipeline ExportPipeline();
+/// DefaultPipeline without the fusions into qcc's own ops (fuse-attention): every op of the
+/// result has an ONNX form. `qcc export` writes it; `qcc calibrate` observes it, so a table has
+/// the ranges of both graphs (the fused attention's output keeps the merged tensor's name) and
+/// TensorRT's cache gets the attention tensors' scales.
+Pipeline OnnxFormPipeline();
 
 }  // namespace qcc::passes
 

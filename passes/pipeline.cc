@@ -82,7 +82,7 @@ Pipeline DefaultPipeline() {
   return p;
 }
 
-Pipeline ExportPipeline() {
+Pipeline OnnxFormPipeline() {
   Pipeline p = DefaultPipeline();
   p.erase(std::remove_if(
               p.begin(), p.end(),

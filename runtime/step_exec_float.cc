@@ -498,6 +498,13 @@ absl::StatusOr<AttentionStepParams> PrepareAttention(const StepPrepareContext& c
   if (c.input(3) != nullptr) {
     QCC_ASSIGN_OR_RETURN(mask, c.Input(3, "mask", kF32));
     if (mask->dims.size() > 4) return c.Error("the mask has rank > 4");
+    // Its batch axis must be the batch of [B, H, Sq, Skv]: a dynamic leading axis of a shorter
+    // mask would stand for heads or rows, and checking at the two batch ends would not cover
+    // the batches between.
+    if (!mask->dims.empty() && mask->dims[0] == -1 && mask->dims.size() != 4) {
+      return c.Error(absl::StrCat("the mask ", DimsToString(mask->dims),
+                                  " has a dynamic leading axis but not rank 4"));
+    }
   }
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 3));
   for (int64_t batch : c.batches()) {

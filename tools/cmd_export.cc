@@ -66,7 +66,7 @@ absl::Status ExportCommand(const ExportOptions& options) {
     return absl::InvalidArgumentError(
         "--trt-cache holds symmetric scales (TensorRT's int8 is symmetric): drop --asymmetric");
   }
-  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::ExportPipeline()).status());
+  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::OnnxFormPipeline()).status());
   QCC_ASSIGN_OR_RETURN(
       passes::QuantDecision decision,
       DecidePrecision(*graph, table, options.per_tensor, options.asymmetric, options.exclude));

@@ -1,7 +1,6 @@
 #include "backend_cpu/kernels/attention.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/nn_parallel.h"
@@ -73,10 +72,10 @@ void AttentionF32(const AttentionF32Params& p, const float* q, const float* k, c
       const int64_t b = bh / p.q_heads, h = bh % p.q_heads, g = h / group;
       const int64_t row0 = block * rows_per_block;
       const int64_t rows = std::min(rows_per_block, p.q_len - row0);
-      if (p.kv_len == 0) {  // softmax over nothing: ONNX Runtime and numpy give NaN rows
+      if (p.kv_len == 0) {  // P [rows, 0] times V [0, Dv]: a sum over nothing, as MatMul gives
         for (int64_t i = 0; i < rows; ++i) {
           float* yr = y + b * p.y.batch + h * p.y.head + (row0 + i) * p.y.row;
-          std::fill(yr, yr + p.v_head_size, std::numeric_limits<float>::quiet_NaN());
+          std::fill(yr, yr + p.v_head_size, 0.0f);
         }
         continue;
       }

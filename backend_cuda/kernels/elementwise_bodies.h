@@ -284,9 +284,9 @@ struct BinaryBody {
 /// outer / inner the products of the axes before / after it): n = outer * inner; index
 /// i = o * inner + j normalises the row x[o * axis_n * inner + k * inner + j], k in [0, axis_n),
 /// into the same positions of y, looping along the row inside the body. x and y must not alias.
-/// Bit-identical to backend_cpu's Softmax<float>: with inner == 1 the row max is taken over four
-/// interleaved partial maxima and the sum of exps in double over four partial sums, as
-/// SoftmaxRow does; with inner > 1 the max is sequential and the sum a sequential float sum,
+/// Bit-identical to backend_cpu's Softmax<float>: with inner == 1 the row max (exact, so in any
+/// order), the sum of exps in double over eight partial sums added in SoftmaxRow's order, and
+/// the exps times the sum's reciprocal, as SoftmaxRow does; with inner > 1 the max is sequential and the sum a sequential float sum,
 /// as SoftmaxBlock does.
 struct SoftmaxArgs {
   const float* x;

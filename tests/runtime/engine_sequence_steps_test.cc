@@ -254,7 +254,8 @@ TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesItsInputPerRun) {
 }
 
 /// softmax(scale * Q Kᵀ + mask) V per head, in double: Q [n, sq, hq*d], K [n, skv, hk*d],
-/// V [n, skv, hk*dv], mask [n, 1, 1, skv] (or empty) -> [n, sq, hq*dv].
+/// V [n, skv, hk*dv], mask [n, 1, 1, skv], or [sq, 1] (one value per query row), or empty ->
+/// [n, sq, hq*dv].
 std::vector<double> AttentionLoops(const std::vector<float>& q, const std::vector<float>& k,
                                    const std::vector<float>& v, const std::vector<float>& mask,
                                    int64_t n, int64_t sq, int64_t skv, int64_t hq, int64_t hk,
@@ -272,7 +273,9 @@ std::vector<double> AttentionLoops(const std::vector<float>& q, const std::vecto
             dot += double{q[(b * sq + i) * hq * d + h * d + e]} *
                    k[(b * skv + j) * hk * d + g * d + e];
           }
-          s[j] = scale * dot + (mask.empty() ? 0.0 : mask[b * skv + j]);
+          s[j] = scale * dot + (mask.empty()                                  ? 0.0
+                                : mask.size() == static_cast<size_t>(n * skv) ? mask[b * skv + j]
+                                                                              : mask[i]);
           m = std::max(m, s[j]);
         }
         for (int64_t j = 0; j < skv; ++j) sum += s[j] = std::exp(s[j] - m);
@@ -337,6 +340,54 @@ TEST(EngineSequenceStepsTest, AttentionIsSoftmaxOfMaskedScoresTimesV) {
       }
     }
   }
+}
+
+TEST(EngineSequenceStepsTest, AttentionSplitsOverTwoThreadsAndTakesARowMask) {
+  // Enough work for two threads (4 heads of 64 x 64 scores per item); a [Sq, 1] mask, constant
+  // along each row (added before the softmax, where it changes nothing but the rounding).
+  constexpr int64_t kS = 64, kH = 4, kD = 16;
+  PlanBuilder b(1, 2);
+  const int32_t q = b.Input("q", kF32, {-1, kS, kH * kD});
+  const int32_t k = b.Input("k", kF32, {-1, kS, kH * kD});
+  const int32_t v = b.Input("v", kF32, {-1, kS, kH * kD});
+  std::vector<float> row_mask(kS);
+  for (int64_t i = 0; i < kS; ++i) row_mask[i] = 0.5f * static_cast<float>(i % 5) - 1.0f;
+  const int32_t m = b.Weight("mask", kF32, {kS, 1}, row_mask);
+  const int32_t y = b.Output("y", kF32, {-1, kS, kH * kD});
+  b.Step(StepKind::kAttention, "attention", {q, k, v, m}, {y}, AttentionStepParams{kH, kH, 0.25f});
+  constexpr int64_t kN = 2;
+  std::vector<Tensor> inputs;
+  std::vector<std::vector<float>> values;
+  for (uint64_t seed : {51, 52, 53}) {
+    Tensor t(kF32, {kN, kS, kH * kD});
+    values.push_back(Values(t.numel(), seed));
+    std::copy(values.back().begin(), values.back().end(), t.data<float>());
+    inputs.push_back(t);
+  }
+  const std::vector<double> want =
+      AttentionLoops(values[0], values[1], values[2], row_mask, kN, kS, kS, kH, kH, kD, kD, 0.25f);
+  const std::vector<Tensor> one = RunPlan(b.plan(), inputs, 1);
+  const std::vector<Tensor> two = RunPlan(b.plan(), inputs, 2);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_EQ(two.size(), 1u);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(one[0].data<float>()[i], want[i], 2e-6) << i;
+    ASSERT_EQ(two[0].data<float>()[i], one[0].data<float>()[i]) << i;
+  }
+}
+
+TEST(EngineSequenceStepsTest, AttentionRefusesAShortMaskWithADynamicAxis) {
+  // [N, 7]: its leading axis would stand for Q's rows, not the batch.
+  PlanBuilder b(1, 8);
+  const int32_t q = b.Input("q", kF32, {-1, 7, 8});
+  const int32_t k = b.Input("k", kF32, {-1, 7, 8});
+  const int32_t v = b.Input("v", kF32, {-1, 7, 8});
+  const int32_t m = b.Input("mask", kF32, {-1, 7});
+  const int32_t y = b.Output("y", kF32, {-1, 7, 8});
+  b.Step(StepKind::kAttention, "attention", {q, k, v, m}, {y}, AttentionStepParams{2, 2, 1.0f});
+  const absl::Status s = CreateError(b.plan());
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dynamic leading axis but not rank 4"), std::string::npos) << s;
 }
 
 TEST(EngineSequenceStepsTest, AttentionRefusesHeadsThatDoNotDivide) {
