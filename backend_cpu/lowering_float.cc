@@ -239,7 +239,8 @@ absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
         QCC_ASSIGN_OR_RETURN(const int32_t b, F32(node.input(i), node));
         ins.push_back(b);
       }
-      return emit(StepKind::kAttention, std::move(ins),
+      const bool int8 = d_.int8_attention.contains(&node);
+      return emit(int8 ? StepKind::kQAttention : StepKind::kAttention, std::move(ins),
                   WithParams(runtime::AttentionStepParams{a.q_num_heads, a.kv_num_heads, a.scale}));
     }
     default:

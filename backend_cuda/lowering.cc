@@ -139,6 +139,7 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
     case StepKind::kLayerNorm:
     case StepKind::kDynamicQGemm:
     case StepKind::kAttention:
+    case StepKind::kQAttention:
       // Added for transformers (issue 13) without a GPU to run a kernel on.
     case StepKind::kResize:
     case StepKind::kExpand:

@@ -425,6 +425,30 @@ std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph
 
 namespace {
 
+/// True when `node` is named by an --exclude entry: its name or its op (the fused attention
+/// answers to ONNX's name for it, "Attention", too).
+bool IsExcluded(const absl::flat_hash_set<std::string>& excluded, const ir::Node& node) {
+  if (excluded.contains(node.name()) || excluded.contains(std::string(ir::OpName(node.kind())))) {
+    return true;
+  }
+  return node.kind() == OpKind::kAttention && excluded.contains("Attention");
+}
+
+/// Fused attention runs its two products in int8 unless excluded (both modes: its scales are
+/// computed at run time).
+void AssignAttention(const ir::Graph& graph, const absl::flat_hash_set<std::string>& excluded,
+                     QuantDecision* d) {
+  for (const auto& owned : graph.nodes()) {
+    if (owned->kind() != OpKind::kAttention) continue;
+    if (IsExcluded(excluded, *owned)) {
+      d->notes.push_back(absl::StrCat("node '", owned->name(), "' (", ir::OpName(owned->kind()),
+                                      ") stays in float: excluded by --exclude"));
+    } else {
+      d->int8_attention.insert(owned.get());
+    }
+  }
+}
+
 /// The --exclude names; an error naming the first that matches no node name and no op.
 absl::StatusOr<absl::flat_hash_set<std::string>> Excluded(const ir::Graph& graph,
                                                           const QuantizeOptions& options) {
@@ -432,7 +456,7 @@ absl::StatusOr<absl::flat_hash_set<std::string>> Excluded(const ir::Graph& graph
   for (const std::string& e : options.exclude) {
     bool found = false;
     for (const auto& n : graph.nodes()) {
-      found = found || n->name() == e || ir::OpName(n->kind()) == e;
+      found = found || IsExcluded({e}, *n);
     }
     if (!found) {
       return absl::InvalidArgumentError(absl::StrCat("--exclude '", e,
@@ -455,7 +479,7 @@ absl::StatusOr<QuantDecision> AssignDynamic(const ir::Graph& graph,
     if (node.kind() != OpKind::kMatMul && node.kind() != OpKind::kGemm) continue;
     const std::string where =
         absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), ") stays in float: ");
-    if (excluded.contains(node.name()) || excluded.contains(std::string(ir::OpName(node.kind())))) {
+    if (IsExcluded(excluded, node)) {
       d.notes.push_back(where + "excluded by --exclude");
       continue;
     }
@@ -495,6 +519,7 @@ absl::StatusOr<QuantDecision> AssignDynamic(const ir::Graph& graph,
     d.dynamic[&node] = std::move(q);
     d.dynamic_bias_add[&node] = bias_add;
   }
+  AssignAttention(graph, excluded, &d);
   return d;
 }
 
@@ -543,7 +568,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     if (node.kind() == OpKind::kObserve || !IsQuantizable(node.kind())) continue;
     const std::string where =
         absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), ") stays in float: ");
-    if (excluded.contains(node.name()) || excluded.contains(std::string(ir::OpName(node.kind())))) {
+    if (IsExcluded(excluded, node)) {
       d.notes.push_back(where + "excluded by --exclude");
       continue;
     }
@@ -634,6 +659,8 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     for (const ir::Value* v : data) d.params[v] = *params_of(v);
   }
   AssignFloatResults(graph, float_results, d);
+  // A QDQ model decides what is quantized: its attention stays as it wrote it, in float.
+  if (options.fixed_params.empty()) AssignAttention(graph, excluded, &d);
   return d;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "support/tensor.h"
@@ -89,6 +90,10 @@ struct QuantDecision {
   /// unused), and the bias Add folded in (or null) as in float_result.
   absl::flat_hash_map<const ir::Node*, QuantizedWeights> dynamic;
   absl::flat_hash_map<const ir::Node*, const ir::Node*> dynamic_bias_add;
+  /// Fused attention nodes (qcc.Attention) whose two products run in int8, Q and K quantized
+  /// per row and V per column at run time, the probabilities in u8
+  /// (backend_cpu/kernels/attention.h); the others run in fp32.
+  absl::flat_hash_set<const ir::Node*> int8_attention;
   /// Output channels of int8 Conv/Gemm/MatMul whose weight scale was widened so that their
   /// int32 bias fits (weights tiny next to the bias), and the nodes they are in.
   int widened_channels = 0;

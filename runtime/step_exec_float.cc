@@ -544,6 +544,16 @@ int64_t AttentionScratch(const AttentionStepParams& s, const StepRunContext& c) 
   return cpu::AttentionF32ScratchFloats(AttentionParams(s, c)) * int64_t{sizeof(float)};
 }
 
+int64_t QAttentionScratch(const AttentionStepParams& s, const StepRunContext& c) {
+  return cpu::AttentionInt8ScratchBytes(AttentionParams(s, c));
+}
+
+void RunQAttention(const AttentionStepParams& s, const StepRunContext& c) {
+  const bool has_mask = c.step->inputs.size() > 3 && c.step->inputs[3] >= 0;
+  cpu::AttentionInt8(AttentionParams(s, c), c.in<float>(0), c.in<float>(1), c.in<float>(2),
+                     has_mask ? c.in<float>(3) : nullptr, c.out<float>(0), c.scratch);
+}
+
 void RunAttention(const AttentionStepParams& s, const StepRunContext& c) {
   const bool has_mask = c.step->inputs.size() > 3 && c.step->inputs[3] >= 0;
   cpu::AttentionF32(AttentionParams(s, c), c.in<float>(0), c.in<float>(1), c.in<float>(2),
@@ -658,6 +668,8 @@ void RegisterFloatSteps(StepRegistry& r) {
   r.Add(StepKind::kLayerNorm, PrepareStep<LayerNormState, PrepareLayerNorm, RunLayerNorm>);
   r.Add(StepKind::kAttention,
         PrepareStep<AttentionStepParams, PrepareAttention, RunAttention, AttentionScratch>);
+  r.Add(StepKind::kQAttention,
+        PrepareStep<AttentionStepParams, PrepareAttention, RunQAttention, QAttentionScratch>);
   r.Add(StepKind::kSoftmax, PrepareStep<int64_t, PrepareSoftmax, RunSoftmax>);
   r.Add(StepKind::kUnary, PrepareStep<UnaryStepParams, PrepareUnary, RunUnary>);
   r.Add(StepKind::kBinary, PrepareStep<BinaryState, PrepareBinary, RunBinary>);

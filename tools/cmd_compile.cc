@@ -266,7 +266,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
   };
   int int8_nodes = 0, nodes = 0, shape_nodes = 0;
   int gemms = 0, float_results = 0, float_gemms = 0;  // MatMul/Gemm nodes
-  int attentions = 0;                                 // fused qcc.Attention nodes
+  int attentions = 0, int8_attentions = 0;            // fused qcc.Attention nodes
   for (const auto& n : graph->nodes()) {
     if (n->kind() == ir::OpKind::kConstant) continue;
     if (known(*n)) {
@@ -274,8 +274,12 @@ absl::Status CompileCommand(const CompileOptions& options) {
       continue;
     }
     ++nodes;
-    int8_nodes += decision.runs_int8(n.get()) || decision.dynamic.contains(n.get()) ? 1 : 0;
+    int8_nodes += decision.runs_int8(n.get()) || decision.dynamic.contains(n.get()) ||
+                          decision.int8_attention.contains(n.get())
+                      ? 1
+                      : 0;
     if (n->kind() == ir::OpKind::kAttention) ++attentions;
+    if (decision.int8_attention.contains(n.get())) ++int8_attentions;
     if (n->kind() == ir::OpKind::kMatMul || n->kind() == ir::OpKind::kGemm) {
       ++gemms;
       if (decision.float_result.contains(n.get())) ++float_results;
@@ -323,8 +327,10 @@ absl::Status CompileCommand(const CompileOptions& options) {
   if (options.int8 && attentions > 0) {
     std::printf(
         "  attention: %d fused (Q.K^T, mask, softmax and P.V in one step each: %d products of two "
-        "activations) in fp32: qcc has no int8 attention kernel\n",
-        attentions, 2 * attentions);
+        "activations); %d in int8 (Q and K quantized per row, V per column, at run time; "
+        "probabilities in u8); %d in fp32%s\n",
+        attentions, 2 * attentions, int8_attentions, attentions - int8_attentions,
+        attentions > int8_attentions ? " (why: the lines below)" : "");
   }
   if (decision.widened_channels > 0) {
     std::printf(

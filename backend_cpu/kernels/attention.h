@@ -51,6 +51,30 @@ int64_t AttentionF32ScratchFloats(const AttentionF32Params& p);
 void AttentionF32(const AttentionF32Params& p, const float* q, const float* k, const float* v,
                   const float* mask, float* y, float* scratch);
 
+/// The bytes of scratch AttentionInt8 needs (per-thread quantized operands and score blocks).
+int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p);
+
+/// Y as AttentionF32 computes it, with both products in int8 (vpdpbusd where the CPU has
+/// AVX-512 VNNI, the same integers in plain C++ elsewhere):
+///   - Q and K are quantized per row (one symmetric scale per query or key position and head,
+///     max |x| / 127), V per column (per output channel of the head), at run time;
+///   - scores s = q8 · k8 * (sq_i * scale) * sk_j (+ mask), then e = exp(s - max_j s) as in the
+///     fp32 softmax, quantized to u8 as round(255 e): the row's largest term is exactly 255;
+///   - Y[i, d] = (p8[i] · v8[., d]) / sum_j p8[i, j] * sv_d: the probabilities are normalized
+///     by the sum of their quantized values, so each row of them sums to 1 exactly.
+/// A (batch, head, block of query rows) whose Q, K or V holds a non-finite value is computed in
+/// fp32 (AttentionF32's arithmetic), so NaN and infinity propagate as they do there; so is
+/// everything when kv_len or the head sizes are past int32-exact sums (over 65,536).
+/// Bit-identical for every thread count and on every CPU (integer products are exact; the float
+/// steps are the same IEEE operations in each build).
+void AttentionInt8(const AttentionF32Params& p, const float* q, const float* k, const float* v,
+                   const float* mask, float* y, void* scratch);
+
+/// AttentionInt8 with the integer products in plain C++ whatever the CPU (the tests' reference
+/// for the vpdpbusd path).
+void AttentionInt8Reference(const AttentionF32Params& p, const float* q, const float* k,
+                            const float* v, const float* mask, float* y, void* scratch);
+
 }  // namespace qcc::cpu
 
 #endif  // QCC_BACKEND_CPU_KERNELS_ATTENTION_H_

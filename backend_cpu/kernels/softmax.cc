@@ -14,24 +14,6 @@
 namespace qcc::cpu {
 namespace {
 
-/// max(x[0..n)), n >= 1, over 16 independent partial maxima: one vector register of them in
-/// the SIMD builds (max is exact, so the grouping does not change the result; a NaN is skipped
-/// as the select skips it).
-template <typename T>
-inline __attribute__((always_inline)) T RowMax(const T* x, int64_t n) {
-  constexpr int kLanes = 16;
-  T m[kLanes];
-  for (int k = 0; k < kLanes; ++k) m[k] = x[0];
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
-  }
-  for (; j < n; ++j) m[0] = x[j] > m[0] ? x[j] : m[0];
-  T r = m[0];
-  for (int k = 1; k < kLanes; ++k) r = m[k] > r ? m[k] : r;
-  return r;
-}
-
 /// sum(y[0..n)) in double, over 8 independent partial sums (one vector register of doubles in
 /// the AVX-512 build), added pairwise at the end.
 template <typename T>

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/attention.h"
 #include "gtest/gtest.h"
 #include "support/quantize.h"
 #include "tests/runtime/engine_test_util.h"
@@ -373,6 +374,54 @@ TEST(EngineSequenceStepsTest, AttentionSplitsOverTwoThreadsAndTakesARowMask) {
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_NEAR(one[0].data<float>()[i], want[i], 2e-6) << i;
     ASSERT_EQ(two[0].data<float>()[i], one[0].data<float>()[i]) << i;
+  }
+}
+
+TEST(EngineSequenceStepsTest, QAttentionIsTheInt8KernelOnTheStepsOperands) {
+  // The int8 step: the kernel's bits for the step's operands at batches 1 and 3 and on 1 and 2
+  // threads, within int8's error of softmax(scale * Q Kᵀ + mask) V, multi-query and masked.
+  constexpr int64_t kSq = 24, kSkv = 21, kHq = 4, kHk = 1, kD = 8, kDv = 12;
+  PlanBuilder b(1, 3);
+  const int32_t q = b.Input("q", kF32, {-1, kSq, kHq * kD});
+  const int32_t k = b.Input("k", kF32, {-1, kSkv, kHk * kD});
+  const int32_t v = b.Input("v", kF32, {-1, kSkv, kHk * kDv});
+  const int32_t m = b.Input("mask", kF32, {-1, 1, 1, kSkv});
+  const int32_t y = b.Output("y", kF32, {-1, kSq, kHq * kDv});
+  b.Step(StepKind::kQAttention, "attention", {q, k, v, m}, {y},
+         AttentionStepParams{kHq, kHk, 0.5f});
+  for (int64_t n : {1, 3}) {
+    SCOPED_TRACE(absl::StrCat("batch ", n));
+    std::vector<Tensor> inputs;
+    std::vector<std::vector<float>> values;
+    const std::vector<Dims> dims = {
+        {n, kSq, kHq * kD}, {n, kSkv, kHk * kD}, {n, kSkv, kHk * kDv}, {n, 1, 1, kSkv}};
+    for (size_t i = 0; i < dims.size(); ++i) {
+      Tensor t(kF32, dims[i]);
+      values.push_back(Values(t.numel(), 61 + i + 10 * n));
+      if (i == 3) {  // a padding mask: the last 5 keys of every item
+        for (int64_t e = 0; e < t.numel(); ++e) values[i][e] = e % kSkv >= kSkv - 5 ? -1e9f : 0.0f;
+      }
+      std::copy(values[i].begin(), values[i].end(), t.data<float>());
+      inputs.push_back(t);
+    }
+    const std::vector<Tensor> one = RunPlan(b.plan(), inputs, 1);
+    const std::vector<Tensor> two = RunPlan(b.plan(), inputs, 2);
+    ASSERT_EQ(one.size(), 1u);
+    ASSERT_EQ(two.size(), 1u);
+    const cpu::AttentionF32Params p = cpu::Attention3dParams(n, kSq, kSkv, kHq * kD, kHk * kDv, kHq,
+                                                             kHk, {n, 1, 1, kSkv}, 0.5f, 1);
+    std::vector<char> scratch(cpu::AttentionInt8ScratchBytes(p));
+    std::vector<float> kernel(n * kSq * kHq * kDv);
+    cpu::AttentionInt8(p, values[0].data(), values[1].data(), values[2].data(), values[3].data(),
+                       kernel.data(), scratch.data());
+    const std::vector<double> want = AttentionLoops(values[0], values[1], values[2], values[3], n,
+                                                    kSq, kSkv, kHq, kHk, kD, kDv, 0.5f);
+    ASSERT_EQ(one[0].numel(), static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(one[0].data<float>()[i], kernel[i]) << i;
+      ASSERT_EQ(two[0].data<float>()[i], kernel[i]) << i;
+      EXPECT_NEAR(kernel[i], want[i], 0.03) << i;  // |V| <= 1: a few of its int8 steps
+    }
   }
 }
 

@@ -227,13 +227,13 @@ def main():
         report = [line.strip() for line in r.stdout.splitlines()]
         gemm_line = next((line for line in report if line.startswith("MatMul/Gemm:")), "")
         # 6 Linear layers per block in int8; each block's attention (its 2 products of two
-        # activations) one fused step in fp32, reported as such.
+        # activations) one fused step, in int8, reported as such.
         linear = 6 * LAYERS
         if not gemm_line.startswith(f"MatMul/Gemm: {linear} of {linear} in int8"):
             failures.append(f"{name}: report says '{gemm_line}'")
         attention_line = next((line for line in report if line.startswith("attention:")), "")
         if not attention_line.startswith(f"attention: {LAYERS} fused") or \
-                f"{2 * LAYERS} products of two activations) in fp32" not in attention_line:
+                f"{2 * LAYERS} products of two activations); {LAYERS} in int8" not in attention_line:
             failures.append(f"{name}: report says '{attention_line}' about attention")
         got = run_plan(args, plan, held_out, os.path.join(args.work, f"{name}.out"))
         cos = mean_cosine(got, want)
