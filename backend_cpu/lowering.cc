@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "backend_cpu/lowering_internal.h"
 #include "passes/fuse_util.h"
 #include "runtime/memory_plan.h"
@@ -314,6 +316,114 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
   return absl::InternalError(absl::StrCat("node '", node.name(), "': no int8 lowering"));
 }
 
+namespace {
+
+/// True for a Binary step that adds with no activation (StepActivation's identity).
+bool IsPlainAdd(const runtime::PlanStep& step) {
+  if (step.kind != static_cast<uint32_t>(StepKind::kBinary)) return false;
+  absl::StatusOr<runtime::BinaryStepParams> b =
+      runtime::DecodeParams<runtime::BinaryStepParams>(step);
+  const runtime::StepActivation identity;
+  return b.ok() && b->op == static_cast<int64_t>(runtime::BinaryOp::kAdd) &&
+         b->activation.lo == identity.lo && b->activation.hi == identity.hi &&
+         b->activation.negative_slope == identity.negative_slope;
+}
+
+}  // namespace
+
+void Lowering::FuseSteps() {
+  std::vector<runtime::PlanStep>& steps = plan_.steps;
+  absl::flat_hash_map<int32_t, int> readers;
+  absl::flat_hash_map<int32_t, size_t> writer;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (int32_t b : steps[i].inputs) ++readers[b];
+    for (int32_t b : steps[i].outputs) writer[b] = i;
+  }
+  absl::flat_hash_set<int32_t> bound;  // graph inputs and outputs
+  for (const runtime::Binding& b : plan_.inputs) bound.insert(b.buffer);
+  for (const runtime::Binding& b : plan_.outputs) bound.insert(b.buffer);
+  std::vector<bool> drop(steps.size(), false);
+  absl::flat_hash_set<int32_t> orphans;
+  // The step (not yet fused away) that writes `mid`, when step `i` is mid's only reader and mid
+  // is an intermediate buffer; else null.
+  auto sole_producer = [&](int32_t mid) -> runtime::PlanStep* {
+    auto w = writer.find(mid);
+    if (w == writer.end() || readers[mid] != 1 || bound.contains(mid) || drop[w->second]) {
+      return nullptr;
+    }
+    return &steps[w->second];
+  };
+  // Each fused step takes the second step's place (every input of both is written by then) and
+  // the first step's name; the intermediate buffer goes.
+  auto fuse = [&](runtime::PlanStep& first, runtime::PlanStep& second, int32_t mid,
+                  runtime::PlanStep fused) {
+    fused.name = first.name;
+    fused.outputs = second.outputs;
+    drop[&first - steps.data()] = true;
+    orphans.insert(mid);
+    second = std::move(fused);
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    runtime::PlanStep& step = steps[i];
+    if (step.kind == static_cast<uint32_t>(StepKind::kQuantize)) {
+      // Unary -> Quantize: a GELU before an int8 GEMM.
+      const int32_t mid = step.inputs[0];
+      runtime::PlanStep* unary = sole_producer(mid);
+      if (unary == nullptr || unary->kind != static_cast<uint32_t>(StepKind::kUnary)) continue;
+      absl::StatusOr<runtime::UnaryStepParams> u =
+          runtime::DecodeParams<runtime::UnaryStepParams>(*unary);
+      absl::StatusOr<runtime::QuantizeParams> q =
+          runtime::DecodeParams<runtime::QuantizeParams>(step);
+      if (!u.ok() || !q.ok()) continue;
+      runtime::PlanStep fused = WithParams(runtime::UnaryQuantizeStepParams{*u, *q});
+      fused.kind = static_cast<uint32_t>(StepKind::kUnaryQuantize);
+      fused.inputs = unary->inputs;
+      fuse(*unary, step, mid, std::move(fused));
+    } else if (IsPlainAdd(step)) {
+      // fp32-result GEMM -> Add of a tensor of the same dims: a transformer's residual.
+      for (int side = 0; side < 2; ++side) {
+        const int32_t mid = step.inputs[side], other = step.inputs[1 - side];
+        runtime::PlanStep* gemm = sole_producer(mid);
+        if (gemm == nullptr || other == mid) continue;
+        const bool dynamic = gemm->kind == static_cast<uint32_t>(StepKind::kDynamicQGemm);
+        if (!dynamic && gemm->kind != static_cast<uint32_t>(StepKind::kQGemm)) continue;
+        const runtime::PlanBuffer& y = plan_.buffers[mid];
+        const runtime::PlanBuffer& r = plan_.buffers[other];
+        if (y.dtype != DType::kFloat32 || r.dtype != DType::kFloat32 || y.dims != r.dims) continue;
+        const size_t residual_at = dynamic ? 4 : 5;  // after the optional float bias
+        if (gemm->inputs.size() > residual_at) continue;
+        runtime::PlanStep fused = *gemm;
+        fused.inputs.resize(residual_at, -1);
+        fused.inputs.push_back(other);
+        fuse(*gemm, step, mid, std::move(fused));
+        break;
+      }
+    }
+  }
+  if (orphans.empty()) return;
+  std::vector<runtime::PlanStep> kept;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(steps[i]));
+  }
+  steps = std::move(kept);
+  // Renumber the buffers without the orphans.
+  std::vector<int32_t> renumbered(plan_.buffers.size(), -1);
+  std::vector<runtime::PlanBuffer> buffers;
+  for (size_t b = 0; b < plan_.buffers.size(); ++b) {
+    if (orphans.contains(static_cast<int32_t>(b))) continue;
+    renumbered[b] = static_cast<int32_t>(buffers.size());
+    buffers.push_back(std::move(plan_.buffers[b]));
+  }
+  plan_.buffers = std::move(buffers);
+  auto id = [&](int32_t b) { return b < 0 ? b : renumbered[b]; };
+  for (runtime::PlanStep& step : steps) {
+    for (int32_t& b : step.inputs) b = id(b);
+    for (int32_t& b : step.outputs) b = id(b);
+  }
+  for (runtime::Binding& b : plan_.inputs) b.buffer = id(b.buffer);
+  for (runtime::Binding& b : plan_.outputs) b.buffer = id(b.buffer);
+}
+
 absl::Status Lowering::PlanArena() {
   std::vector<int32_t> arena_ids;
   std::vector<runtime::BufferLifetime> lifetimes;
@@ -460,6 +570,7 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
       f32_[v] = out->second;
     }
   }
+  if (options_.fuse_steps) FuseSteps();
   QCC_RETURN_IF_ERROR(PlanArena());
   QCC_RETURN_IF_ERROR(runtime::ValidatePlan(plan_, "lowered plan"));
   return std::move(plan_);

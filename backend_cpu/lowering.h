@@ -23,6 +23,10 @@ struct LowerOptions {
   /// numbers are the ones an fp16 GPU plan gives). Graph inputs are rounded too; outputs stay
   /// in the model's type.
   bool fp16 = false;
+  /// Fuse pairs of steps into one pass over their tensor (a transformer's GELU and the Quantize
+  /// of the int8 GEMM it feeds; an fp32-result GEMM and the residual Add after it), with the
+  /// same bits. Off for the CUDA target, which has no kernels for the fused forms.
+  bool fuse_steps = true;
 };
 
 /// The plan of `graph` (after passes::DefaultPipeline, shapes inferred). Nodes in

@@ -163,6 +163,11 @@ class Lowering {
   /// of them.
   absl::Status LowerSequenceOp(const ir::Node& node, bool& handled);
   absl::Status PlanArena();
+  /// LowerOptions::fuse_steps, on pairs of steps whose intermediate buffer has no other reader
+  /// and is no graph output: Unary -> Quantize becomes one UnaryQuantize step; an fp32-result
+  /// QGemm or DynamicQGemm -> Add of a tensor of its output's dims becomes the GEMM with that
+  /// tensor as its residual input. Both give the two steps' bits.
+  void FuseSteps();
 
   // Shape arithmetic (lowering_shape.cc). Exporters compute shapes from Shape(x); with a dynamic
   // batch N such values are affine in N (ir/symbolic_values.h). Nodes whose outputs are all

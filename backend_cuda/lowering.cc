@@ -140,6 +140,7 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
     case StepKind::kDynamicQGemm:
     case StepKind::kAttention:
     case StepKind::kQAttention:
+    case StepKind::kUnaryQuantize:
       // Added for transformers (issue 13) without a GPU to run a kernel on.
     case StepKind::kResize:
     case StepKind::kExpand:
@@ -185,7 +186,9 @@ absl::Status RecordCudaKernelChoices(Plan& plan) {
 
 absl::StatusOr<Plan> LowerToCudaPlan(const ir::Graph& graph, const passes::QuantDecision& decision,
                                      const cpu::LowerOptions& options) {
-  QCC_ASSIGN_OR_RETURN(Plan plan, cpu::LowerToCpuPlan(graph, decision, options));
+  cpu::LowerOptions cpu_options = options;
+  cpu_options.fuse_steps = false;  // no CUDA kernels for the fused forms
+  QCC_ASSIGN_OR_RETURN(Plan plan, cpu::LowerToCpuPlan(graph, decision, cpu_options));
   QCC_RETURN_IF_ERROR(RecordCudaKernelChoices(plan));
   return plan;
 }

@@ -17,6 +17,7 @@
 #include "backend_cpu/kernels/nn_parallel.h"
 #include "backend_cpu/kernels/norm.h"
 #include "backend_cpu/kernels/pool.h"
+#include "backend_cpu/kernels/qelementwise.h"
 #include "backend_cpu/kernels/reduce.h"
 #include "backend_cpu/kernels/softmax.h"
 #include "runtime/step_exec.h"
@@ -26,6 +27,7 @@ namespace qcc::runtime {
 namespace {
 
 constexpr DType kF32 = DType::kFloat32;
+constexpr DType kI8 = DType::kInt8;
 
 // StepActivation's +-FLT_MAX bounds are "none" (+-inf), so the identity stays the identity.
 cpu::ActivationF32 ToActivation(const StepActivation& a) {
@@ -265,16 +267,14 @@ absl::StatusOr<UnaryStepParams> PrepareUnary(const StepPrepareContext& c) {
   return p;
 }
 
-void RunUnary(const UnaryStepParams& s, const StepRunContext& c) {
-  const int64_t n = NumElements(c.in_dims(0));
-  const float* x = c.in<float>(0);
-  float* y = c.out<float>(0);
+/// y = unary(x) over n elements.
+void UnaryOnSpan(const UnaryStepParams& s, const float* x, float* y, int64_t n, int num_threads) {
   cpu::UnaryParams p;
   p.alpha = s.alpha;
   p.beta = s.beta;
   switch (static_cast<UnaryOp>(s.op)) {
     case UnaryOp::kClip:
-      cpu::Clip<float>(x, y, n, s.alpha, s.beta, c.num_threads);
+      cpu::Clip<float>(x, y, n, s.alpha, s.beta, num_threads);
       return;
     case UnaryOp::kRelu:
       p.kind = cpu::UnaryKind::kRelu;
@@ -304,7 +304,49 @@ void RunUnary(const UnaryStepParams& s, const StepRunContext& c) {
       p.kind = cpu::UnaryKind::kGelu;
       break;
   }
-  cpu::UnaryFloat<float>(p, x, y, n, c.num_threads);
+  cpu::UnaryFloat<float>(p, x, y, n, num_threads);
+}
+
+void RunUnary(const UnaryStepParams& s, const StepRunContext& c) {
+  UnaryOnSpan(s, c.in<float>(0), c.out<float>(0), NumElements(c.in_dims(0)), c.num_threads);
+}
+
+// ---- UnaryQuantize ----
+
+absl::StatusOr<UnaryQuantizeStepParams> PrepareUnaryQuantize(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
+  QCC_ASSIGN_OR_RETURN(const UnaryQuantizeStepParams p, c.Decode<UnaryQuantizeStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
+  if (p.unary.op < 0 || p.unary.op > static_cast<int64_t>(UnaryOp::kGelu)) {
+    return c.Error(absl::StrCat("unknown unary op ", p.unary.op));
+  }
+  if (!(p.quantize.scale > 0.0f) || std::isinf(p.quantize.scale)) {
+    return c.Error(absl::StrCat("scale ", p.quantize.scale, " is not a positive finite number"));
+  }
+  if (p.quantize.zero_point < -128 || p.quantize.zero_point > 127) {
+    return c.Error(absl::StrCat("zero point ", p.quantize.zero_point, " is not an int8 value"));
+  }
+  return p;
+}
+
+void RunUnaryQuantize(const UnaryQuantizeStepParams& s, const StepRunContext& c) {
+  // Blocks that stay in L1 between the two passes; each thread's block on its stack.
+  constexpr int64_t kBlock = 2048;
+  const int64_t n = NumElements(c.in_dims(0));
+  const float* x = c.in<float>(0);
+  int8_t* y = c.out<int8_t>(0);
+  const cpu::QuantizeS8Params q{s.quantize.scale, static_cast<int32_t>(s.quantize.zero_point)};
+  cpu::NnParallelFor(c.num_threads, (n + kBlock - 1) / kBlock, kBlock * 8,
+                     [&](int64_t begin, int64_t end) {
+                       float block[kBlock];
+                       for (int64_t b = begin; b < end; ++b) {
+                         const int64_t count = std::min(kBlock, n - b * kBlock);
+                         UnaryOnSpan(s.unary, x + b * kBlock, block, count, 1);
+                         cpu::QuantizeF32ToS8(q, count, block, y + b * kBlock, 1);
+                       }
+                     });
 }
 
 // ---- Binary ----
@@ -668,6 +710,8 @@ void RegisterFloatSteps(StepRegistry& r) {
   r.Add(StepKind::kLayerNorm, PrepareStep<LayerNormState, PrepareLayerNorm, RunLayerNorm>);
   r.Add(StepKind::kAttention,
         PrepareStep<AttentionStepParams, PrepareAttention, RunAttention, AttentionScratch>);
+  r.Add(StepKind::kUnaryQuantize,
+        PrepareStep<UnaryQuantizeStepParams, PrepareUnaryQuantize, RunUnaryQuantize>);
   r.Add(StepKind::kQAttention,
         PrepareStep<AttentionStepParams, PrepareAttention, RunQAttention, QAttentionScratch>);
   r.Add(StepKind::kSoftmax, PrepareStep<int64_t, PrepareSoftmax, RunSoftmax>);

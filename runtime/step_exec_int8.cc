@@ -189,10 +189,23 @@ struct QGemmState {
   cpu::PackedQGemmWeights packed;
 };
 
+/// Input `i` of an fp32-result GEMM, the residual added last: absent, or f32 with Y's dims.
+absl::Status CheckResidual(const StepPrepareContext& c, size_t i, const PlanBuffer& y) {
+  if (c.input(i) == nullptr) return absl::OkStatus();
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* r, c.Input(i, "residual", kF32, -2));
+  return CheckSameDims(c, y, "output Y", *r);
+}
+
+/// Input `i` as floats, or null when it is omitted or past the end.
+const float* OptionalIn(const StepRunContext& c, size_t i) {
+  return c.step->inputs.size() > i && c.step->inputs[i] >= 0 ? c.in<float>(i) : nullptr;
+}
+
 absl::StatusOr<QGemmState> PrepareQGemm(const StepPrepareContext& c) {
-  // An f32 output: the fp32 result form, with an optional float bias after the multiplier.
+  // An f32 output: the fp32 result form, with an optional float bias after the multiplier and
+  // an optional residual [M, N] added last.
   const bool float_out = c.step().outputs.size() == 1 && c.output(0).dtype == DType::kFloat32;
-  QCC_RETURN_IF_ERROR(c.CheckCounts(4, float_out ? 5 : 4, 1));
+  QCC_RETURN_IF_ERROR(c.CheckCounts(4, float_out ? 6 : 4, 1));
   QCC_ASSIGN_OR_RETURN(const QGemmStepParams params, c.Decode<QGemmStepParams>());
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kI8, -2));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kI8, 2));
@@ -211,6 +224,7 @@ absl::StatusOr<QGemmState> PrepareQGemm(const StepPrepareContext& c) {
   QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 3, "multiplier", kF32, n, /*optional=*/false));
   if (float_out) {
     QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 4, "float bias", kF32, n, /*optional=*/true));
+    QCC_RETURN_IF_ERROR(CheckResidual(c, 5, *y));
   }
   for (int64_t batch : c.batches()) {
     const int64_t m = NumElements(DimsAtBatch(*a, batch)) / k;
@@ -241,7 +255,8 @@ void RunQGemm(const QGemmState& s, const StepRunContext& c) {
   p.multiplier = c.in<float>(3);
   if (c.plan->buffers[c.step->outputs[0]].dtype == DType::kFloat32) {
     p.y_f32 = c.out<float>(0);
-    p.bias_f32 = c.step->inputs.size() > 4 ? c.in<float>(4) : nullptr;
+    p.bias_f32 = OptionalIn(c, 4);
+    p.add_f32 = OptionalIn(c, 5);
   } else {
     p.y = c.out<int8_t>(0);
   }
@@ -258,7 +273,7 @@ struct DynamicQGemmState {
 };
 
 absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& c) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(3, 4, 1));
+  QCC_RETURN_IF_ERROR(c.CheckCounts(3, 5, 1));
   QCC_RETURN_IF_ERROR(c.Decode<NoStepParams>().status());
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, -2));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kI8, 2));
@@ -272,6 +287,7 @@ absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& 
   }
   QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 2, "weight scale", kF32, n, /*optional=*/false));
   QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 3, "bias", kF32, n, /*optional=*/true));
+  QCC_RETURN_IF_ERROR(CheckResidual(c, 4, *y));
   for (int64_t batch : c.batches()) {
     const int64_t m = NumElements(DimsAtBatch(*x, batch)) / k;
     if (NumElements(DimsAtBatch(*y, batch)) != m * n) {
@@ -328,7 +344,8 @@ void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
   p.bias = bias;
   p.multiplier = multiplier;
   p.y_f32 = c.out<float>(0);
-  p.bias_f32 = c.step->inputs.size() > 3 ? c.in<float>(3) : nullptr;
+  p.bias_f32 = OptionalIn(c, 3);
+  p.add_f32 = OptionalIn(c, 4);
   p.num_threads = c.num_threads;
   cpu::QGemm(p, s.packed);
 }

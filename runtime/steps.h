@@ -325,6 +325,18 @@ struct UnaryStepParams {
   }
 };
 
+/// Unary then Quantize in one pass over the tensor, with the two steps' bits (the lowering fuses
+/// an fp32 Unary whose only reader is a Quantize: a transformer's GELU before an int8 GEMM).
+struct UnaryQuantizeStepParams {
+  UnaryStepParams unary;
+  QuantizeParams quantize;
+  template <typename V>
+  void Visit(V& v) {
+    unary.Visit(v);
+    quantize.Visit(v);
+  }
+};
+
 /// Resize: per axis, the scale and roi of backend_cpu/kernels/resize.h's ResizeAxisParams (the
 /// extents come from the buffers); the enums are that header's, as integers.
 struct ResizeStepParams {

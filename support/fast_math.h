@@ -51,6 +51,20 @@ QCC_HOST_DEVICE inline float ExpF32(float x) {
   return x != x ? x : y;
 }
 
+/// e^x for the x <= 0 of a softmax row minus its maximum: ExpF32's reduction and polynomial
+/// without its overflow handling, and the same bits wherever the result is a normal float; 0
+/// below ln(FLT_MIN), where ExpF32 gives denormals (terms under 1.2e-38 of the row's largest).
+/// NaN stays NaN. A quarter fewer operations than ExpF32.
+QCC_HOST_DEVICE inline float ExpNonPositiveF32(float x) {
+  constexpr float kLo = -87.3365447f;  // ln(FLT_MIN): above it 2^n is a normal float
+  const float xc = x > kLo ? x : kLo;  // NaN takes kLo here (and is returned below)
+  float n;
+  const float p = ExpReducedF32(xc, n);
+  float y = p * BitCast<float>(static_cast<int32_t>((static_cast<int32_t>(n) + 127) << 23));
+  y = x < kLo ? 0.0f : y;
+  return x != x ? x : y;
+}
+
 /// 1 / (1 + e^-x); e^-x overflowing to inf gives exactly 0.
 QCC_HOST_DEVICE inline float SigmoidF32(float x) { return 1.0f / (1.0f + ExpF32(-x)); }
 
@@ -74,6 +88,8 @@ QCC_HOST_DEVICE inline float TanhF32(float x) {
 /// 2/sqrt(pi) (x - x^3/3 + x^5/10 - ...) to x^13 (truncation below 1e-9 relative); elsewhere
 /// Abramowitz and Stegun 7.1.26, 1 - (a1 t + .. + a5 t^5) e^-x^2 with t = 1 / (1 + 0.3275911 |x|)
 /// (absolute error below 1.5e-7 where erf >= 0.52), with x's sign. Saturates to +-1; NaN stays.
+/// e^-x^2 is ExpNonPositiveF32's, which has ExpF32's bits wherever they are a normal float; below
+/// that (|x| > 9.3) both make 1 - p t e^-x^2 exactly 1, so erf has ExpF32's bits everywhere.
 QCC_HOST_DEVICE inline float ErfF32(float x) {
   const float ax = x < 0 ? -x : x;
   const float z = x * x;
@@ -91,7 +107,7 @@ QCC_HOST_DEVICE inline float ErfF32(float x) {
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  const float big = 1.0f - p * t * ExpF32(-z);
+  const float big = 1.0f - p * t * ExpNonPositiveF32(-z);
   const float signed_big = x < 0 ? -big : big;
   return ax < 0.5f ? small : signed_big;
 }

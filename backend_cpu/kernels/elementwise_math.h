@@ -12,11 +12,12 @@
 
 namespace qcc::cpu {
 
-using ::qcc::ErfF32;         // support/fast_math.h
-using ::qcc::ExpF32;         // support/fast_math.h
-using ::qcc::ExpReducedF32;  // support/fast_math.h
-using ::qcc::SigmoidF32;     // support/fast_math.h
-using ::qcc::TanhF32;        // support/fast_math.h
+using ::qcc::ErfF32;             // support/fast_math.h
+using ::qcc::ExpF32;             // support/fast_math.h
+using ::qcc::ExpNonPositiveF32;  // support/fast_math.h
+using ::qcc::ExpReducedF32;      // support/fast_math.h
+using ::qcc::SigmoidF32;         // support/fast_math.h
+using ::qcc::TanhF32;            // support/fast_math.h
 
 /// e^x and tanh(x): the vectorizable forms above for float, libm for double.
 inline float ExpOf(float x) { return ExpF32(x); }

@@ -34,7 +34,8 @@ void ReferenceWithWeights(const QGemmParams& p, const int8_t* b) {
         for (int64_t k = 0; k < p.k; ++k) acc += int32_t{a[k]} * bn[k];
         if (p.y_f32 != nullptr) {
           const float scaled = static_cast<float>(internal::Wrap32(acc)) * p.multiplier[n];
-          p.y_f32[m * p.n + n] = scaled + (p.bias_f32 != nullptr ? p.bias_f32[n] : 0.0f);
+          const float y = scaled + (p.bias_f32 != nullptr ? p.bias_f32[n] : 0.0f);
+          p.y_f32[m * p.n + n] = p.add_f32 != nullptr ? y + p.add_f32[m * p.n + n] : y;
           continue;
         }
         p.y[m * p.n + n] = Requantize(internal::Wrap32(acc), p.multiplier[n], p.zp_out, p.lo, p.hi);

@@ -49,6 +49,7 @@ struct QGemmParams {
   int8_t* y = nullptr;              // [M, N]
   float* y_f32 = nullptr;           // [M, N]: the fp32 result instead of y (see above)
   const float* bias_f32 = nullptr;  // [N] with y_f32; null: 0
+  const float* add_f32 = nullptr;   // [M, N] with y_f32, added last (a residual); null: none
   int num_threads = 1;              // <= 1 runs on the calling thread
 };
 

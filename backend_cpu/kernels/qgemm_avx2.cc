@@ -127,12 +127,16 @@ QCC_AVX2 void GemmUnits(const QGemmParams& p, const uint8_t* packed, int64_t beg
     for (int64_t j = 0; j < nv; ++j) {
       const __m256 m = _mm256_load_ps(multiplier + 8 * j);
       const int64_t cols = std::min<int64_t>(8, n_valid - 8 * j);
-      if (p.y_f32 != nullptr) {  // fp32 result: float(acc) * m + bias, as the reference
+      if (p.y_f32 != nullptr) {  // fp32 result: float(acc) * m + bias + add, as the reference
         const __m256 fb = _mm256_load_ps(fbias + 8 * j);
         for (int64_t r = 0; r < mr; ++r) {
-          const __m256 x =
-              _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r * kNv + j]), m), fb);
+          __m256 x = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r * kNv + j]), m), fb);
           float* y = p.y_f32 + (m0 + r) * p.n + n0 + 8 * j;
+          if (p.add_f32 != nullptr) {
+            alignas(32) float add[8] = {};
+            std::memcpy(add, p.add_f32 + (y - p.y_f32), cols * sizeof(float));
+            x = _mm256_add_ps(x, _mm256_load_ps(add));
+          }
           if (cols == 8) {
             _mm256_storeu_ps(y, x);
           } else {

@@ -62,6 +62,7 @@ struct GemmOut {
   int8_t* y;           // row 0, column 0 of the tile (int8 result), or null
   float* yf;           // the same for an fp32 result (QGemmParams::y_f32), or null
   const float* fbias;  // at the tile's column 0 with yf, or null
+  const float* yadd;   // with yf: the residual at the tile's row 0, column 0 (ldy), or null
   int64_t ldy;
   int64_t rows;         // rows of the tile that exist (1..kMr)
   const int32_t* bias;  // at the tile's column 0, or null
@@ -72,14 +73,17 @@ struct GemmOut {
 };
 
 /// Column vector j of row r: adds the row's correction, requantizes (or scales to fp32 and adds
-/// the float bias), stores the valid columns at `offset` from the tile's row 0, column 0.
+/// the float bias, then the residual), stores the valid columns at `offset` from the tile's row 0,
+/// column 0.
 QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, __m512 fbias,
                                  __mmask16 cols, int64_t offset, const GemmOut& o) {
   if (o.yf != nullptr) {
     constexpr __mmask16 kAll = 0xFFFF;
     const __m512i v = _mm512_add_epi32(acc, _mm512_set1_epi32(corr));
     const __m512 x = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, v), multiplier);
-    _mm512_mask_storeu_ps(o.yf + offset, cols, _mm512_add_ps(x, fbias));
+    __m512 y = _mm512_add_ps(x, fbias);
+    if (o.yadd != nullptr) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(cols, o.yadd + offset));
+    _mm512_mask_storeu_ps(o.yf + offset, cols, y);
     return;
   }
   int8_t* y = o.y + offset;
@@ -208,6 +212,7 @@ QCC_VNNI void GemmUnits(const QGemmParams& p, const uint8_t* packed, const int32
     o.y = p.y != nullptr ? p.y + m0 * p.n + n0 : nullptr;
     o.yf = p.y_f32 != nullptr ? p.y_f32 + m0 * p.n + n0 : nullptr;
     o.fbias = p.bias_f32 != nullptr ? p.bias_f32 + n0 : nullptr;
+    o.yadd = p.add_f32 != nullptr ? p.add_f32 + m0 * p.n + n0 : nullptr;
     o.ldy = p.n;
     o.rows = mr;
     o.bias = p.bias != nullptr ? p.bias + n0 : nullptr;

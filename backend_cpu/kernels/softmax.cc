@@ -111,20 +111,6 @@ void SoftmaxRows(SoftmaxKind kind, int64_t outer, int64_t n, const float* x, flo
   SoftmaxRowsF32(kind, outer, n, x, y);
 }
 
-/// e^x for the x <= 0 of a softmax row minus its maximum: ExpF32's reduction and polynomial
-/// without its overflow handling, and the same bits wherever the result is a normal float; 0
-/// below ln(FLT_MIN), where ExpF32 gives denormals (terms under 1.2e-38 of the row's largest).
-/// NaN stays NaN. A quarter fewer operations than ExpF32.
-inline __attribute__((always_inline)) float ExpNonPositiveF32(float x) {
-  constexpr float kLo = -87.3365447f;  // ln(FLT_MIN): above it 2^n is a normal float
-  const float xc = x > kLo ? x : kLo;  // NaN takes kLo here (and is returned below)
-  float n;
-  const float p = ExpReducedF32(xc, n);
-  float y = p * BitCast<float>(static_cast<int32_t>((static_cast<int32_t>(n) + 127) << 23));
-  y = x < kLo ? 0.0f : y;
-  return x != x ? x : y;
-}
-
 /// Attention's rows: x[r] = softmax(x[r] + add[r]) in place (add null: softmax(x[r])). The sum
 /// is formed first, as the unfused Add would; the exponentials are ExpNonPositiveF32's, so the
 /// result is the Add-then-Softmax one except for terms below 1.2e-38 of a row's largest.

@@ -98,9 +98,10 @@ std::vector<int8_t> RunPacked(Gemm& g, QKernelPath path, int threads) {
 }
 
 /// The fp32-result form (QGemmParams::y_f32) with weights packed for `path` (the reference when
-/// kReference without packing): y = float(acc) * multiplier + bias_f32. Checks the guard.
+/// kReference without packing): y = float(acc) * multiplier + bias_f32 (+ add, a residual [M, N],
+/// when given). Checks the guard.
 std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPath path, int threads,
-                            bool packed) {
+                            bool packed, const std::vector<float>& add = {}) {
   g.p.num_threads = threads;
   constexpr int64_t kGuard = 32;
   const int64_t size = g.p.m * g.p.n;
@@ -108,6 +109,7 @@ std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPat
   g.p.y = nullptr;
   g.p.y_f32 = y.data();
   g.p.bias_f32 = fbias.empty() ? nullptr : fbias.data();
+  g.p.add_f32 = add.empty() ? nullptr : add.data();
   if (packed) {
     QGemm(g.p, PackQGemmWeights(g.p, path));
   } else {
@@ -115,6 +117,7 @@ std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPat
   }
   g.p.y_f32 = nullptr;
   g.p.bias_f32 = nullptr;
+  g.p.add_f32 = nullptr;
   for (int64_t i = 0; i < kGuard; ++i) EXPECT_EQ(y[size + i], 7.0f) << "overrun at +" << i;
   y.resize(size);
   return y;
@@ -125,13 +128,20 @@ TEST(Int8GemmReferenceTest, FloatResultIsScaledAccumulatorPlusBias) {
   Randomize(g, 7);
   std::vector<float> fbias(7);
   for (int64_t n = 0; n < 7; ++n) fbias[n] = 0.25f * static_cast<float>(n) - 1.0f;
+  std::vector<float> residual(5 * 7);
+  for (size_t i = 0; i < residual.size(); ++i)
+    residual[i] = 0.375f * static_cast<float>(i % 11) - 2.0f;
   const std::vector<float> y = RunFloat(g, fbias, QKernelPath::kReference, 1, false);
+  const std::vector<float> with_residual =
+      RunFloat(g, fbias, QKernelPath::kReference, 1, false, residual);
   for (int64_t m = 0; m < 5; ++m) {
     for (int64_t n = 0; n < 7; ++n) {
       int64_t acc = g.bias[n];
       for (int64_t k = 0; k < 9; ++k) acc += g.a[m * 9 + k] * g.b[n * 9 + k];
       const float scaled = static_cast<float>(acc) * g.multiplier[n];
       EXPECT_EQ(y[m * 7 + n], scaled + fbias[n]) << "m " << m << " n " << n;
+      // The residual Add of the graph, in the same order: (scaled + bias) + residual.
+      EXPECT_EQ(with_residual[m * 7 + n], (scaled + fbias[n]) + residual[m * 7 + n]);
     }
   }
 }
@@ -252,6 +262,10 @@ TEST(Int8GemmFastTest, FloatResultBitIdenticalToReference) {
         for (float& v : fbias) v = b(rng);
         const std::vector<float> want = RunFloat(g, fbias, path, threads, false);
         EXPECT_EQ(RunFloat(g, fbias, path, threads, true), want);
+        std::vector<float> residual(s.m * s.n);
+        for (float& v : residual) v = b(rng);
+        EXPECT_EQ(RunFloat(g, fbias, path, threads, true, residual),
+                  RunFloat(g, fbias, path, threads, false, residual));
         g.p.bias = nullptr;
         EXPECT_EQ(RunFloat(g, {}, path, threads, true), RunFloat(g, {}, path, threads, false));
       }

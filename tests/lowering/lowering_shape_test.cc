@@ -13,6 +13,7 @@
 #include "passes/passes.h"
 #include "runtime/engine.h"
 #include "runtime/steps.h"
+#include "tests/lowering/lowering_test_util.h"
 #include "tests/passes/cleanup_test_util.h"
 #include "tests/testing/tensor_compare.h"
 
@@ -39,12 +40,6 @@ std::unique_ptr<ir::Graph> DivideByTheBatch() {
   EXPECT_TRUE(ir::Verify(*g).ok());
   EXPECT_TRUE(ir::InferShapes(*g).ok());
   return g;
-}
-
-int CountSteps(const runtime::Plan& plan, runtime::StepKind kind) {
-  int n = 0;
-  for (const runtime::PlanStep& s : plan.steps) n += s.kind == static_cast<uint32_t>(kind);
-  return n;
 }
 
 TEST(LoweringShapeTest, AValueOfTheBatchReadAsDataIsABatchAffineStep) {

@@ -1,0 +1,156 @@
+// The lowering's step fusions (LowerOptions::fuse_steps, backend_cpu/lowering.cc FuseSteps) on a
+// transformer feed-forward block, called directly on an IR graph: GELU and the Quantize of the
+// int8 GEMM it feeds become one UnaryQuantize step, each fp32-result GEMM and the residual Add
+// after it one GEMM step with a residual input; the plan gives the unfused plan's bits at every
+// batch, static and dynamic, on 1 and 2 threads.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend_cpu/lowering.h"
+#include "gtest/gtest.h"
+#include "ir/shape_inference.h"
+#include "ir/verifier.h"
+#include "passes/passes.h"
+#include "passes/quantize.h"
+#include "runtime/engine.h"
+#include "runtime/steps.h"
+#include "tests/lowering/lowering_test_util.h"
+#include "tests/testing/tensor_compare.h"
+
+namespace qcc::testing {
+namespace {
+
+using ir::OpKind;
+
+Tensor Seeded(Dims dims, float scale, int seed) {
+  Tensor t(DType::kFloat32, std::move(dims));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    t.data<float>()[i] = scale * static_cast<float>((i * 37 + seed * 11) % 23 - 11) / 11.0f;
+  }
+  return t;
+}
+
+/// x:[N, 4, 8] -> h = Gelu(x W1 + b1) -> y = h W2 + b2 + x: a BERT feed-forward block with its
+/// residual, the MatMul + Add pairs the Linear layers export as.
+std::unique_ptr<ir::Graph> FeedForward() {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4, 8}));
+  ir::Value* w1 = g->NewConstant("w1", Seeded({8, 16}, 0.5f, 1));
+  ir::Value* b1 = g->NewConstant("b1", Seeded({16}, 0.1f, 2));
+  ir::Value* w2 = g->NewConstant("w2", Seeded({16, 8}, 0.5f, 3));
+  ir::Value* b2 = g->NewConstant("b2", Seeded({8}, 0.1f, 4));
+  ir::Value* m1 = g->AddNode(OpKind::kMatMul, "mm1", {x, w1}, {"m1"})->output(0);
+  ir::Value* a1 = g->AddNode(OpKind::kAdd, "add1", {m1, b1}, {"a1"})->output(0);
+  ir::Value* h = g->AddNode(OpKind::kGelu, "gelu", {a1}, {"h"})->output(0);
+  ir::Value* m2 = g->AddNode(OpKind::kMatMul, "mm2", {h, w2}, {"m2"})->output(0);
+  ir::Value* a2 = g->AddNode(OpKind::kAdd, "add2", {m2, b2}, {"a2"})->output(0);
+  ir::Value* y = g->AddNode(OpKind::kAdd, "residual", {a2, x}, {"y"})->output(0);
+  g->AddOutput(y);
+  EXPECT_TRUE(ir::Verify(*g).ok());
+  EXPECT_TRUE(ir::InferShapes(*g).ok());
+  return g;
+}
+
+runtime::Plan Lower(const ir::Graph& g, const passes::QuantDecision& d, bool fuse) {
+  cpu::LowerOptions options;
+  options.batch_min = 1;
+  options.batch_max = 4;
+  options.fuse_steps = fuse;
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(g, d, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *std::move(plan) : runtime::Plan{};
+}
+
+/// The fused plan's outputs equal the unfused plan's, bit for bit.
+void ExpectSameOutputs(const runtime::Plan& fused, const runtime::Plan& unfused) {
+  for (int threads : {1, 2}) {
+    auto a = runtime::Engine::Create(fused, runtime::EngineOptions{threads});
+    auto b = runtime::Engine::Create(unfused, runtime::EngineOptions{threads});
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (int64_t batch : {1, 4}) {
+      SCOPED_TRACE(absl::StrCat("threads ", threads, " batch ", batch));
+      const Tensor x = Seeded({batch, 4, 8}, 2.0f, static_cast<int>(batch));
+      absl::StatusOr<std::vector<Tensor>> got = (*a)->CreateContext()->Run({x});
+      absl::StatusOr<std::vector<Tensor>> want = (*b)->CreateContext()->Run({x});
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_TRUE(want.ok()) << want.status();
+      EXPECT_EQ(CompareTensors((*got)[0], (*want)[0], 0, 0), "");
+    }
+  }
+}
+
+TEST(LoweringFuseStepsTest, StaticGeluQuantizeAndResidualFuseWithTheSameBits) {
+  std::unique_ptr<ir::Graph> g = FeedForward();
+  ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  std::map<std::string, passes::TensorRange> ranges;
+  for (const auto& node : g->nodes()) {
+    for (const ir::Value* v : node->outputs()) ranges[v->name()] = {-3.0f, 3.0f};
+  }
+  ranges["x"] = {-2.0f, 2.0f};
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, ranges, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const runtime::Plan fused = Lower(*g, *d, true);
+  const runtime::Plan unfused = Lower(*g, *d, false);
+  using runtime::StepKind;
+  // Unfused: the GELU is a Unary step, then a Quantize for the second GEMM; the residual is a
+  // Binary Add after it.
+  ASSERT_EQ(CountSteps(unfused, StepKind::kUnary), 1);
+  ASSERT_EQ(CountSteps(unfused, StepKind::kBinary), 1);
+  EXPECT_EQ(CountSteps(fused, StepKind::kUnaryQuantize), 1);
+  EXPECT_EQ(CountSteps(fused, StepKind::kUnary), 0);
+  EXPECT_EQ(CountSteps(fused, StepKind::kBinary), 0);
+  EXPECT_EQ(CountSteps(fused, StepKind::kQGemm), 2);
+  EXPECT_EQ(fused.steps.size(), unfused.steps.size() - 2);
+  EXPECT_EQ(fused.buffers.size(), unfused.buffers.size() - 2);  // h (f32) and the GEMM's result
+  EXPECT_LE(fused.arena_bytes, unfused.arena_bytes);
+  ExpectSameOutputs(fused, unfused);
+}
+
+TEST(LoweringFuseStepsTest, DynamicResidualFusesWithTheSameBits) {
+  std::unique_ptr<ir::Graph> g = FeedForward();
+  ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignDynamic(*g, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const runtime::Plan fused = Lower(*g, *d, true);
+  const runtime::Plan unfused = Lower(*g, *d, false);
+  using runtime::StepKind;
+  ASSERT_EQ(CountSteps(unfused, StepKind::kDynamicQGemm), 2);
+  ASSERT_EQ(CountSteps(unfused, StepKind::kBinary), 1);
+  EXPECT_EQ(CountSteps(fused, StepKind::kBinary), 0);
+  EXPECT_EQ(CountSteps(fused, StepKind::kDynamicQGemm), 2);
+  EXPECT_EQ(fused.steps.size(), unfused.steps.size() - 1);
+  ExpectSameOutputs(fused, unfused);
+}
+
+TEST(LoweringFuseStepsTest, AGemmResultAnotherStepReadsIsNotFused) {
+  // y = (x W2 + b2) + x and z = x W2 + b2 both outputs: the GEMM's result is a graph output, so
+  // the Add stays a step of its own.
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4, 8}));
+  ir::Value* w = g->NewConstant("w", Seeded({8, 8}, 0.5f, 5));
+  ir::Value* b = g->NewConstant("b", Seeded({8}, 0.1f, 6));
+  ir::Value* m = g->AddNode(OpKind::kMatMul, "mm", {x, w}, {"m"})->output(0);
+  ir::Value* z = g->AddNode(OpKind::kAdd, "bias", {m, b}, {"z"})->output(0);
+  ir::Value* y = g->AddNode(OpKind::kAdd, "residual", {z, x}, {"y"})->output(0);
+  g->AddOutput(y);
+  g->AddOutput(z);
+  ASSERT_TRUE(ir::Verify(*g).ok());
+  ASSERT_TRUE(ir::InferShapes(*g).ok());
+  ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignDynamic(*g, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const runtime::Plan fused = Lower(*g, *d, true);
+  EXPECT_EQ(CountSteps(fused, runtime::StepKind::kBinary), 1);
+  ExpectSameOutputs(fused, Lower(*g, *d, false));
+}
+
+}  // namespace
+}  // namespace qcc::testing
