@@ -218,6 +218,17 @@ def markdown(r):
         out.append(f"| {row['threads']} | " + " | ".join(f"{row[c]:.1f}" for c in COLUMNS)
                    + f" | {sf:.2f} ({1 / sf:.2f}x faster) | {ratios['static_ort']:.2f} | "
                    f"{ratios['dynamic_ort']:.2f} |")
+    rounds = [(row["threads"], row["ratios"]["rounds"]) for row in r["rows"]
+              if "rounds" in row.get("ratios", {})]
+    if rounds:
+        # This VM's second core is sometimes busy: 2-thread times jump by a third for whichever
+        # program runs then. The rounds show it; a ratio of two programs is fair only within one
+        # spell.
+        out += ["", "Every round (ms, in order), to show this VM's slow spells:", ""]
+        for threads, by_name in rounds:
+            out.append(f"- {threads} thread{'s' if threads > 1 else ''}: " + "; ".join(
+                f"{name} {', '.join(f'{x:.1f}' for x in by_name[name])}" for name in COLUMNS
+                if name in by_name))
     if r["accuracy"]:
         out += ["", "Retrieval on the 1,000 pairs (recall@1 short -> long; mean cosine of the "
                 "embeddings to fp32):", "", "| | recall@1 | cosine to fp32 |", "|---|---|---|"]

@@ -218,8 +218,9 @@ def main():
     r = qcc(args, "calibrate", path, data, "-o", table)
     if r.returncode != 0:
         failures.append(f"calibrate failed: {r.stderr.strip()}")
-    for name, flags in (("static", ["--calib", table]), ("dynamic", ["--dynamic"])):
-        plan = os.path.join(args.work, f"encoder.{name}.plan")
+    for name, flags in (("static", ["--calib", table]), ("dynamic", ["--dynamic"]),
+                        ("static, attention in fp32", ["--calib", table, "--exclude", "Attention"])):
+        plan = os.path.join(args.work, f"encoder.{name.replace(' ', '_').replace(',', '')}.plan")
         r = qcc(args, "compile", path, "--int8", *flags, "-o", plan)
         if r.returncode != 0:
             failures.append(f"{name}: compile failed: {r.stderr.strip()}")
@@ -227,13 +228,15 @@ def main():
         report = [line.strip() for line in r.stdout.splitlines()]
         gemm_line = next((line for line in report if line.startswith("MatMul/Gemm:")), "")
         # 6 Linear layers per block in int8; each block's attention (its 2 products of two
-        # activations) one fused step, in int8, reported as such.
+        # activations) one fused step, in int8 unless --exclude Attention, reported as such.
         linear = 6 * LAYERS
         if not gemm_line.startswith(f"MatMul/Gemm: {linear} of {linear} in int8"):
             failures.append(f"{name}: report says '{gemm_line}'")
         attention_line = next((line for line in report if line.startswith("attention:")), "")
+        int8_attention = 0 if "--exclude" in flags else LAYERS
         if not attention_line.startswith(f"attention: {LAYERS} fused") or \
-                f"{2 * LAYERS} products of two activations); {LAYERS} in int8" not in attention_line:
+                f"activations); {int8_attention} in int8" not in attention_line or \
+                f"; {LAYERS - int8_attention} in fp32" not in attention_line:
             failures.append(f"{name}: report says '{attention_line}' about attention")
         got = run_plan(args, plan, held_out, os.path.join(args.work, f"{name}.out"))
         cos = mean_cosine(got, want)
