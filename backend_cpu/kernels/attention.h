@@ -63,8 +63,10 @@ int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p);
 ///   - Y[i, d] = (p8[i] · v8[., d]) / sum_j p8[i, j] * sv_d: the probabilities are normalized
 ///     by the sum of their quantized values, so each row of them sums to 1 exactly.
 /// A (batch, head, block of query rows) whose Q, K or V holds a non-finite value is computed in
-/// fp32 (AttentionF32's arithmetic), so NaN and infinity propagate as they do there; so is
-/// everything when kv_len or the head sizes are past int32-exact sums (over 65,536).
+/// fp32 (AttentionF32's arithmetic), so NaN and infinity propagate as they do there. So is
+/// everything when kv_len is over 512 (8-bit probabilities would drop too much of a long row's
+/// mass; attention.cc, kInt8MaxKeys) or a head size over 65,536. A NaN in the mask is not
+/// checked: it makes its row NaN at column 0 and its probability 0 elsewhere (fp32: the row NaN).
 /// Bit-identical for every thread count and on every CPU (integer products are exact; the float
 /// steps are the same IEEE operations in each build).
 void AttentionInt8(const AttentionF32Params& p, const float* q, const float* k, const float* v,

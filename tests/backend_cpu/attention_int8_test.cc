@@ -64,10 +64,14 @@ std::vector<float> RunAttention(const Case& c, const Data& d, int threads, Path 
     AttentionF32(p, d.q.data(), d.k.data(), d.v.data(), mask, y.data(), scratch.data());
     return y;
   }
-  std::vector<char> scratch(AttentionInt8ScratchBytes(p) + 64);
-  void* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  // 64-byte aligned scratch followed by guard bytes that must stay untouched.
+  constexpr int64_t kGuard = 64;
+  const int64_t bytes = AttentionInt8ScratchBytes(p);
+  std::vector<char> scratch(bytes + 64 + kGuard, 0x5a);
+  char* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
   (path == Path::kFast ? AttentionInt8 : AttentionInt8Reference)(
       p, d.q.data(), d.k.data(), d.v.data(), mask, y.data(), aligned);
+  for (int64_t i = 0; i < kGuard; ++i) EXPECT_EQ(aligned[bytes + i], 0x5a) << "overrun at +" << i;
   return y;
 }
 
@@ -176,6 +180,33 @@ TEST(AttentionInt8Test, NonFiniteInputsRunInFp32) {
       }
     }
     EXPECT_GT(nans, 0);  // the NaN query row propagates, as in fp32
+  }
+}
+
+TEST(AttentionInt8Test, TinyRowsQuantizeToZeroOnBothPaths) {
+  // A Q row and a V column of magnitude 1e-37, under 127 / FLT_MAX: their inverse step would be
+  // infinite; they quantize to 0 (as a row of zeros does), the same on both paths, finite.
+  const Case c = {1, 4, 20, 1, 1, 20, 16, {}};
+  Data d = MakeData(c, 600);
+  for (int64_t e = 0; e < c.head; ++e) d.q[2 * c.head + e] = (e % 2 ? 1e-37f : -1e-37f);
+  for (int64_t j = 0; j < c.kv_len; ++j) d.v[j * c.v_head + 3] = 1e-38f * static_cast<float>(j % 3);
+  const std::vector<float> plain = RunAttention(c, d, 1, Path::kPlain);
+  for (float x : plain) ASSERT_TRUE(std::isfinite(x));
+  for (int64_t i = 0; i < c.q_len; ++i) EXPECT_EQ(plain[i * c.v_head + 3], 0.0f) << i;
+  if (QInt8HasVnni()) EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
+}
+
+TEST(AttentionInt8Test, RowsOfMoreThan512KeysRunInFp32) {
+  // 8-bit probabilities would drop too much of a long row's mass: past 512 keys the fp32 kernel
+  // runs (its bits); at 512 the int8 one does.
+  for (int64_t kv : {512, 513}) {
+    SCOPED_TRACE(kv);
+    const Case c = {1, 3, kv, 2, 2, 8, 8, {1, 1, 1, kv}};
+    const Data d = MakeData(c, 700);
+    const std::vector<float> f32 = RunAttention(c, d, 1, Path::kF32);
+    for (Path path : {Path::kFast, Path::kPlain}) {
+      EXPECT_EQ(SameBits(RunAttention(c, d, 1, path), f32), kv > 512);
+    }
   }
 }
 

@@ -268,6 +268,8 @@ TEST(Int8GemmFastTest, FloatResultBitIdenticalToReference) {
                   RunFloat(g, fbias, path, threads, false, residual));
         g.p.bias = nullptr;
         EXPECT_EQ(RunFloat(g, {}, path, threads, true), RunFloat(g, {}, path, threads, false));
+        EXPECT_EQ(RunFloat(g, {}, path, threads, true, residual),
+                  RunFloat(g, {}, path, threads, false, residual));
       }
     }
   }

@@ -128,6 +128,34 @@ TEST(LoweringFuseStepsTest, DynamicResidualFusesWithTheSameBits) {
   ExpectSameOutputs(fused, unfused);
 }
 
+TEST(LoweringFuseStepsTest, TheResidualMayComeSecondAndAfterTheGemm) {
+  // y = Relu(x) + (x W + b), the Relu's step after the GEMM's: the fused GEMM runs where the Add
+  // did, once its residual exists, and adds it as the Add did (the sum commutes exactly).
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4, 8}));
+  ir::Value* w = g->NewConstant("w", Seeded({8, 8}, 0.5f, 7));
+  ir::Value* b = g->NewConstant("b", Seeded({8}, 0.1f, 8));
+  ir::Value* m = g->AddNode(OpKind::kMatMul, "mm", {x, w}, {"m"})->output(0);
+  ir::Value* z = g->AddNode(OpKind::kAdd, "bias", {m, b}, {"z"})->output(0);
+  ir::Value* r = g->AddNode(OpKind::kRelu, "relu", {x}, {"r"})->output(0);
+  ir::Value* y = g->AddNode(OpKind::kAdd, "residual", {r, z}, {"y"})->output(0);
+  g->AddOutput(y);
+  ASSERT_TRUE(ir::Verify(*g).ok());
+  ASSERT_TRUE(ir::InferShapes(*g).ok());
+  ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignDynamic(*g, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const runtime::Plan fused = Lower(*g, *d, true);
+  const runtime::Plan unfused = Lower(*g, *d, false);
+  ASSERT_EQ(CountSteps(unfused, runtime::StepKind::kBinary), 1);
+  EXPECT_EQ(CountSteps(fused, runtime::StepKind::kBinary), 0);
+  ASSERT_EQ(fused.steps.size(), 2u);
+  EXPECT_EQ(fused.steps[1].kind, static_cast<uint32_t>(runtime::StepKind::kDynamicQGemm));
+  ExpectSameOutputs(fused, unfused);
+}
+
 TEST(LoweringFuseStepsTest, AGemmResultAnotherStepReadsIsNotFused) {
   // y = (x W2 + b2) + x and z = x W2 + b2 both outputs: the GEMM's result is a graph output, so
   // the Add stays a step of its own.
