@@ -56,6 +56,25 @@ std::unique_ptr<ir::Graph> FeedForward() {
   return g;
 }
 
+/// A graph with input x:[N, 4, 8] and z = x W + b (one Linear layer); `build` adds the rest
+/// from x and z and names the outputs. Verified, shapes inferred, DefaultPipeline run.
+template <typename Build>
+std::unique_ptr<ir::Graph> LinearThen(int seed, Build build) {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4, 8}));
+  ir::Value* w = g->NewConstant("w", Seeded({8, 8}, 0.5f, seed));
+  ir::Value* b = g->NewConstant("b", Seeded({8}, 0.1f, seed + 1));
+  ir::Value* m = g->AddNode(OpKind::kMatMul, "mm", {x, w}, {"m"})->output(0);
+  ir::Value* z = g->AddNode(OpKind::kAdd, "bias", {m, b}, {"z"})->output(0);
+  build(*g, x, z);
+  EXPECT_TRUE(ir::Verify(*g).ok());
+  EXPECT_TRUE(ir::InferShapes(*g).ok());
+  EXPECT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  return g;
+}
+
 runtime::Plan Lower(const ir::Graph& g, const passes::QuantDecision& d, bool fuse) {
   cpu::LowerOptions options;
   options.batch_min = 1;
@@ -131,20 +150,10 @@ TEST(LoweringFuseStepsTest, DynamicResidualFusesWithTheSameBits) {
 TEST(LoweringFuseStepsTest, TheResidualMayComeSecondAndAfterTheGemm) {
   // y = Relu(x) + (x W + b), the Relu's step after the GEMM's: the fused GEMM runs where the Add
   // did, once its residual exists, and adds it as the Add did (the sum commutes exactly).
-  auto g = std::make_unique<ir::Graph>();
-  g->set_opset(17);
-  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
-  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4, 8}));
-  ir::Value* w = g->NewConstant("w", Seeded({8, 8}, 0.5f, 7));
-  ir::Value* b = g->NewConstant("b", Seeded({8}, 0.1f, 8));
-  ir::Value* m = g->AddNode(OpKind::kMatMul, "mm", {x, w}, {"m"})->output(0);
-  ir::Value* z = g->AddNode(OpKind::kAdd, "bias", {m, b}, {"z"})->output(0);
-  ir::Value* r = g->AddNode(OpKind::kRelu, "relu", {x}, {"r"})->output(0);
-  ir::Value* y = g->AddNode(OpKind::kAdd, "residual", {r, z}, {"y"})->output(0);
-  g->AddOutput(y);
-  ASSERT_TRUE(ir::Verify(*g).ok());
-  ASSERT_TRUE(ir::InferShapes(*g).ok());
-  ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  std::unique_ptr<ir::Graph> g = LinearThen(7, [](ir::Graph& g, ir::Value* x, ir::Value* z) {
+    ir::Value* r = g.AddNode(OpKind::kRelu, "relu", {x}, {"r"})->output(0);
+    g.AddOutput(g.AddNode(OpKind::kAdd, "residual", {r, z}, {"y"})->output(0));
+  });
   absl::StatusOr<passes::QuantDecision> d = passes::AssignDynamic(*g, {});
   ASSERT_TRUE(d.ok()) << d.status();
   const runtime::Plan fused = Lower(*g, *d, true);
@@ -159,20 +168,10 @@ TEST(LoweringFuseStepsTest, TheResidualMayComeSecondAndAfterTheGemm) {
 TEST(LoweringFuseStepsTest, AGemmResultAnotherStepReadsIsNotFused) {
   // y = (x W2 + b2) + x and z = x W2 + b2 both outputs: the GEMM's result is a graph output, so
   // the Add stays a step of its own.
-  auto g = std::make_unique<ir::Graph>();
-  g->set_opset(17);
-  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
-  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4, 8}));
-  ir::Value* w = g->NewConstant("w", Seeded({8, 8}, 0.5f, 5));
-  ir::Value* b = g->NewConstant("b", Seeded({8}, 0.1f, 6));
-  ir::Value* m = g->AddNode(OpKind::kMatMul, "mm", {x, w}, {"m"})->output(0);
-  ir::Value* z = g->AddNode(OpKind::kAdd, "bias", {m, b}, {"z"})->output(0);
-  ir::Value* y = g->AddNode(OpKind::kAdd, "residual", {z, x}, {"y"})->output(0);
-  g->AddOutput(y);
-  g->AddOutput(z);
-  ASSERT_TRUE(ir::Verify(*g).ok());
-  ASSERT_TRUE(ir::InferShapes(*g).ok());
-  ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  std::unique_ptr<ir::Graph> g = LinearThen(5, [](ir::Graph& g, ir::Value* x, ir::Value* z) {
+    g.AddOutput(g.AddNode(OpKind::kAdd, "residual", {z, x}, {"y"})->output(0));
+    g.AddOutput(z);
+  });
   absl::StatusOr<passes::QuantDecision> d = passes::AssignDynamic(*g, {});
   ASSERT_TRUE(d.ok()) << d.status();
   const runtime::Plan fused = Lower(*g, *d, true);
