@@ -3,6 +3,7 @@
 // kernel of its own: it copies or rescales each input's rows with RequantizeS8.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -269,7 +270,6 @@ void RunQGemm(const QGemmState& s, const StepRunContext& c) {
 struct DynamicQGemmState {
   cpu::QGemmParams p;  // n, k; the rest per run
   cpu::PackedQGemmWeights packed;
-  std::vector<int64_t> row_sums;  // sum_k w[n, k]: the activation zero point's correction
 };
 
 absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& c) {
@@ -301,19 +301,14 @@ absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& 
   s.p.k = k;
   s.p.b = reinterpret_cast<const int8_t*>(weights.data());
   s.packed = cpu::PackQGemmWeights(s.p);
-  s.row_sums.assign(n, 0);
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t i = 0; i < k; ++i) s.row_sums[r] += s.p.b[r * k + i];
-  }
   s.p.b = nullptr;
   return s;
 }
 
-/// Scratch: the quantized X (rounded up to 64 bytes), then the int32 corrections and the
-/// multipliers of the run.
+/// Scratch: the quantized X (rounded up to 64 bytes), then one scale per row of X.
 int64_t DynamicQGemmScratch(const DynamicQGemmState& s, const StepRunContext& c) {
-  const int64_t a = (NumElements(c.in_dims(0)) + 63) / 64 * 64;
-  return a + 8 * s.p.n;
+  const int64_t total = NumElements(c.in_dims(0));
+  return (total + 63) / 64 * 64 + 4 * (total / s.p.k);
 }
 
 void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
@@ -322,27 +317,22 @@ void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
   p.m = total / p.k;
   if (p.m == 0) return;
   const float* x = c.in<float>(0);
-  // The range of this run's X, 0 included (NaN is skipped; infinities fall back to [-1, 1]).
-  float lo = 0.0f, hi = 0.0f;
-  cpu::RangeF32(total, x, &lo, &hi, c.num_threads);
-  if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -1.0f, hi = 1.0f;
-  cpu::QuantizeS8Params q;
-  q.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-  if (!(q.scale > 0.0f) || !std::isfinite(q.scale)) q.scale = 1.0f;
-  q.zero_point = Saturate(-128.0f - lo / q.scale, 0, kInt8Min, kInt8Max);
   auto* a = static_cast<int8_t*>(c.scratch);
-  cpu::QuantizeF32ToS8(q, total, x, a, c.num_threads);
-  auto* bias =
-      reinterpret_cast<int32_t*>(static_cast<uint8_t*>(c.scratch) + (total + 63) / 64 * 64);
-  auto* multiplier = reinterpret_cast<float*>(bias + p.n);
-  const float* w_scale = c.in<float>(2);
-  for (int64_t n = 0; n < p.n; ++n) {
-    bias[n] = static_cast<int32_t>(static_cast<uint32_t>(-int64_t{q.zero_point} * s.row_sums[n]));
-    multiplier[n] = q.scale * w_scale[n];
-  }
+  auto* row_scale =
+      reinterpret_cast<float*>(static_cast<uint8_t*>(c.scratch) + (total + 63) / 64 * 64);
+  // Every row of X (a token) gets its own symmetric scale, max|x| / 127, and is quantized while
+  // it is in L1: one pass over X. A row holding NaN or infinity gives NaN results.
+  cpu::NnParallelFor(c.num_threads, p.m, 2 * p.k, [&](int64_t begin, int64_t end) {
+    cpu::QuantizeRowsS8(x + begin * p.k, end - begin, p.k, p.k, a + begin * p.k, p.k,
+                        row_scale + begin, nullptr);
+    for (int64_t r = begin; r < end; ++r) {
+      if (!std::isfinite(row_scale[r])) row_scale[r] = std::numeric_limits<float>::quiet_NaN();
+    }
+  });
   p.a = a;
-  p.bias = bias;
-  p.multiplier = multiplier;
+  p.bias = nullptr;               // symmetric: no zero point to correct
+  p.multiplier = c.in<float>(2);  // the weight scales; the row's scale is applied per row
+  p.row_scale = row_scale;
   p.y_f32 = c.out<float>(0);
   p.bias_f32 = OptionalIn(c, 3);
   p.add_f32 = OptionalIn(c, 4);

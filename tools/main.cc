@@ -218,8 +218,8 @@ int Main(int argc, char** argv) {
   compile_cmd->add_flag("--fp32", compile.fp32, "no quantization: the fp32 baseline plan");
   compile_cmd->add_flag("--dynamic", compile.dynamic,
                         "With --int8: dynamic quantization, no calibration table: int8 weights of "
-                        "every MatMul/Gemm, their activations quantized at run time (per tensor, "
-                        "with a zero point), everything else in fp32");
+                        "every MatMul/Gemm, their activations quantized at run time (one symmetric "
+                        "scale per row, i.e. per token), everything else in fp32");
   AddInt8Flags(compile_cmd, "Asymmetric activations (zero point from min/max, ONNX Runtime style)",
                &compile.per_tensor, &compile.asymmetric, &compile.calib, &compile.calib_method,
                &compile.exclude);

@@ -16,12 +16,19 @@
 #include "backend_cpu/kernels/elementwise_math.h"
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/nn_parallel.h"
+#include "backend_cpu/kernels/qelementwise.h"
 #include "backend_cpu/kernels/qint8_vnni_internal.h"
 #include "backend_cpu/kernels/simd_dispatch.h"
 #include "backend_cpu/kernels/softmax.h"
+#include "backend_cpu/kernels/symmetric_s8.h"
 
 namespace qcc::cpu {
 namespace {
+
+using internal::AbsBits;
+using internal::InverseStep;
+using internal::kInfBits;
+using internal::QuantizeS8;
 
 /// Query rows per block: a block's scores (rows x kv_len floats) stay within 64 KiB, in L2.
 int64_t BlockRows(const AttentionF32Params& p) {
@@ -164,61 +171,6 @@ bool Int8Applies(const AttentionF32Params& p) {
   return p.kv_len > 0 && p.kv_len <= kInt8MaxKeys && p.head_size <= kInt8MaxLength &&
          p.v_head_size <= kInt8MaxLength;
 }
-
-/// 127 / m, or 0 where that is not finite: m = 0 (a row of zeros) or m < 127 / FLT_MAX (its
-/// values then quantize to 0, as a zero row's do).
-inline __attribute__((always_inline)) float InverseStep(float m) {
-  const float inv = 127.0f / m;
-  return inv <= std::numeric_limits<float>::max() ? inv : 0.0f;
-}
-
-/// round(x * inv) clamped to [-127, 127] (callers have refused rows that are not finite).
-inline __attribute__((always_inline)) int8_t QuantizeS8(float x, float inv) {
-  float r = std::nearbyint(x * inv);
-  r = r > -127.0f ? r : -127.0f;
-  r = r < 127.0f ? r : 127.0f;
-  return static_cast<int8_t>(r);
-}
-
-/// The bits of |x|: for finite floats they order as the magnitudes do (an integer max
-/// vectorizes where a float max, which must mind NaN, does not); above kInfBits means NaN.
-inline __attribute__((always_inline)) uint32_t AbsBits(float x) {
-  return BitCast<uint32_t>(x) & 0x7fffffffu;
-}
-constexpr uint32_t kInfBits = 0x7f800000u;
-
-/// `rows` rows of n floats (stride ld) to int8 rows of `out_n` bytes (zero past n), each with
-/// its symmetric scale max|x| / 127 and its byte sum. Returns false when a value is not finite.
-inline __attribute__((always_inline)) bool QuantizeRowsBody(const float* x, int64_t rows, int64_t n,
-                                                            int64_t ld, int8_t* out, int64_t out_n,
-                                                            float* scale, int32_t* sum) {
-  bool finite = true;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * ld;
-    int8_t* qr = out + r * out_n;
-    uint32_t bits = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const uint32_t a = AbsBits(xr[j]);
-      bits = a > bits ? a : bits;
-    }
-    finite = finite && bits < kInfBits;
-    const float m = BitCast<float>(bits);
-    const float inv = InverseStep(m);
-    int32_t s = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      qr[j] = QuantizeS8(xr[j], inv);
-      s += qr[j];
-    }
-    for (int64_t j = n; j < out_n; ++j) qr[j] = 0;
-    scale[r] = m / 127.0f;
-    sum[r] = s;
-  }
-  return finite;
-}
-QCC_SIMD_VARIANTS(bool, QuantizeRows,
-                  (const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out, int64_t out_n,
-                   float* scale, int32_t* sum),
-                  (x, rows, n, ld, out, out_n, scale, sum))
 
 /// V [kv_len, dv] (row stride ld) to int8 per column: v8 [kv4 * 4][dv16] (zero padded), the
 /// column scales max_j |v| / 127 and 128 * colsum(v8). Returns false when a value is not finite.
@@ -419,42 +371,6 @@ QCC_SIMD_VARIANTS(void, Probs,
                    int32_t* p_sum),
                   (rows, n, padded, s, lds, p8, p_sum))
 
-/// QuantizeRows with AVX-512 (same operations, so the same bits): one row of Q or K is only a
-/// head (32 or 64 floats), where the vectorizer's loop set-up costs more than the loop.
-QCC_VNNI bool QuantizeRowsVnni(const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out,
-                               int64_t out_n, float* scale, int32_t* sum) {
-  bool finite = true;
-  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * ld;
-    int8_t* qr = out + r * out_n;
-    __m512i bits = _mm512_setzero_si512();
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 m = static_cast<__mmask16>(internal::LowBits64(n - j));
-      const __m512i v = _mm512_maskz_loadu_epi32(m, xr + j);
-      bits = _mm512_max_epu32(bits, _mm512_and_si512(v, abs_mask));
-    }
-    const uint32_t max_bits = _mm512_reduce_max_epu32(bits);
-    finite = finite && max_bits < kInfBits;
-    const float mx = BitCast<float>(max_bits);
-    const __m512 inv = _mm512_set1_ps(InverseStep(mx));
-    __m512i s = _mm512_setzero_si512();
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 m = static_cast<__mmask16>(internal::LowBits64(n - j));
-      __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + j), inv),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-      const __m512i q = _mm512_cvttps_epi32(v);
-      _mm512_mask_cvtepi32_storeu_epi8(qr + j, m, q);
-      s = _mm512_add_epi32(s, q);  // lanes past n loaded 0 and give 0
-    }
-    for (int64_t j = n; j < out_n; ++j) qr[j] = 0;
-    scale[r] = mx / 127.0f;
-    sum[r] = _mm512_reduce_add_epi32(s);
-  }
-  return finite;
-}
-
 /// ExpProbF32 on 16 lanes, operation for operation.
 QCC_VNNI inline __m512 ExpProbX16(__m512 x) {
   const __m512 round = _mm512_set1_ps(12582912.0f);
@@ -564,7 +480,7 @@ bool AttentionUnitInt8(const AttentionF32Params& p, int64_t b, int64_t h, int64_
                        const float* mask, float* y, const Int8Scratch& s, bool vnni) {
   const int64_t g = h / (p.q_heads / p.kv_heads);
   const int64_t dk = s.d4 * 4, padded = s.kv4 * 4;
-  const auto quantize_rows = vnni ? QuantizeRowsVnni : QuantizeRows;
+  const auto quantize_rows = vnni ? QuantizeRowsS8 : QuantizeRowsS8Reference;
   if (!quantize_rows(q + b * p.q.batch + h * p.q.head + row0 * p.q.row, rows, p.head_size, p.q.row,
                      s.q8, dk, s.q_factor, s.q_corr) ||
       !quantize_rows(k + b * p.k.batch + g * p.k.head, p.kv_len, p.head_size, p.k.row, s.k8, dk,

@@ -26,10 +26,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "backend_cpu/kernels/nn_parallel.h"
 #include "backend_cpu/kernels/simd_dispatch.h"
+#include "backend_cpu/kernels/symmetric_s8.h"
 #include "support/float16.h"
 #include "support/quantize.h"
 
@@ -38,6 +41,11 @@
 namespace qcc::cpu {
 
 namespace {
+
+using internal::AbsBits;
+using internal::InverseStep;
+using internal::kInfBits;
+using internal::QuantizeS8;
 
 constexpr int kRoundNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
@@ -149,6 +157,81 @@ QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
                                              _mm512_or_si512(rebias, _mm512_slli_epi32(mag, 13)));
     _mm512_mask_storeu_ps(y + i, m, _mm512_castsi512_ps(_mm512_mask_mov_epi32(f, nan, nan_bits)));
   }
+}
+
+/// The first min(n, 16) lanes.
+QCC_AVX512_INT8 inline __mmask16 RowMask(int64_t n) {
+  return n >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << n) - 1);
+}
+
+/// `rows` rows of n floats (stride ld) to int8 rows of `out_n` bytes (zero past n), each with
+/// its symmetric scale max|x| / 127 and its byte sum. Returns false when a value is not finite.
+inline __attribute__((always_inline)) bool QuantizeRowsBody(const float* x, int64_t rows, int64_t n,
+                                                            int64_t ld, int8_t* out, int64_t out_n,
+                                                            float* scale, int32_t* sum) {
+  bool finite = true;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ld;
+    int8_t* qr = out + r * out_n;
+    uint32_t bits = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const uint32_t a = AbsBits(xr[j]);
+      bits = a > bits ? a : bits;
+    }
+    finite = finite && bits < kInfBits;
+    const float m = BitCast<float>(bits);
+    const float inv = InverseStep(m);
+    int32_t s = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      qr[j] = QuantizeS8(xr[j], inv);
+      s += qr[j];
+    }
+    for (int64_t j = n; j < out_n; ++j) qr[j] = 0;
+    scale[r] = m / 127.0f;
+    if (sum != nullptr) sum[r] = s;
+  }
+  return finite;
+}
+QCC_SIMD_VARIANTS(bool, QuantizeRows,
+                  (const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out, int64_t out_n,
+                   float* scale, int32_t* sum),
+                  (x, rows, n, ld, out, out_n, scale, sum))
+
+/// QuantizeRows with AVX-512 (same operations, so the same bits): a row may be one attention
+/// head (32 or 64 floats), where the vectorizer's loop set-up costs more than the loop.
+QCC_AVX512_INT8 bool QuantizeRowsAvx512Int8(const float* x, int64_t rows, int64_t n, int64_t ld,
+                                            int8_t* out, int64_t out_n, float* scale,
+                                            int32_t* sum) {
+  bool finite = true;
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ld;
+    int8_t* qr = out + r * out_n;
+    __m512i bits = _mm512_setzero_si512();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = RowMask(n - j);
+      const __m512i v = _mm512_maskz_loadu_epi32(m, xr + j);
+      bits = _mm512_max_epu32(bits, _mm512_and_si512(v, abs_mask));
+    }
+    const uint32_t max_bits = _mm512_reduce_max_epu32(bits);
+    finite = finite && max_bits < kInfBits;
+    const float mx = BitCast<float>(max_bits);
+    const __m512 inv = _mm512_set1_ps(InverseStep(mx));
+    __m512i s = _mm512_setzero_si512();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = RowMask(n - j);
+      __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + j), inv),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+      const __m512i q = _mm512_cvttps_epi32(v);
+      _mm512_mask_cvtepi32_storeu_epi8(qr + j, m, q);
+      s = _mm512_add_epi32(s, q);  // lanes past n loaded 0 and give 0
+    }
+    for (int64_t j = n; j < out_n; ++j) qr[j] = 0;
+    scale[r] = mx / 127.0f;
+    if (sum != nullptr) sum[r] = _mm512_reduce_add_epi32(s);
+  }
+  return finite;
 }
 
 }  // namespace
@@ -281,6 +364,17 @@ void ConvertF16ToF32(int64_t n, const uint16_t* x, float* y, int num_threads) {
     if (fast) return F16ToF32Avx512(end - begin, x + begin, y + begin);
     ConvertF16ToF32Reference(end - begin, x + begin, y + begin);
   });
+}
+
+bool QuantizeRowsS8(const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out, int64_t out_n,
+                    float* scale, int32_t* sum) {
+  if (CpuHasAvx512Int8()) return QuantizeRowsAvx512Int8(x, rows, n, ld, out, out_n, scale, sum);
+  return QuantizeRows(x, rows, n, ld, out, out_n, scale, sum);
+}
+
+bool QuantizeRowsS8Reference(const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out,
+                             int64_t out_n, float* scale, int32_t* sum) {
+  return QuantizeRows(x, rows, n, ld, out, out_n, scale, sum);
 }
 
 }  // namespace qcc::cpu

@@ -48,6 +48,17 @@ bool CpuHasAvx512Int8();
 /// do not change it.
 void RangeF32(int64_t n, const float* x, float* lo, float* hi, int num_threads);
 
+/// Symmetric int8 per row (the dynamic GEMM's activations, attention's Q and K): `rows` rows of
+/// n floats (row stride ld) to rows of out_n bytes (zero past n), q = round(x * 127 / max|x|)
+/// clamped to +-127, with scale[r] = max|x| / 127 and, when `sum` is not null, sum[r] the row's
+/// byte sum. A row whose max|x| is under 127 / FLT_MAX quantizes to 0. Returns false when a value
+/// is not finite (the rows' bytes are then unspecified). One thread; the AVX-512 path (avx512f/
+/// bw/vl) and the reference give the same bits.
+bool QuantizeRowsS8(const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out, int64_t out_n,
+                    float* scale, int32_t* sum);
+bool QuantizeRowsS8Reference(const float* x, int64_t rows, int64_t n, int64_t ld, int8_t* out,
+                             int64_t out_n, float* scale, int32_t* sum);
+
 /// y[i] = QuantizeValue(x[i], scale, zero_point) for i in [0, n): x / scale, never x * (1/scale);
 /// NaN gives the zero point, +-inf and huge values saturate.
 void QuantizeF32ToS8(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y,

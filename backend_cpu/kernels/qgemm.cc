@@ -33,7 +33,8 @@ void ReferenceWithWeights(const QGemmParams& p, const int8_t* b) {
         int64_t acc = p.bias != nullptr ? p.bias[n] : 0;  // exact, reduced mod 2^32 below
         for (int64_t k = 0; k < p.k; ++k) acc += int32_t{a[k]} * bn[k];
         if (p.y_f32 != nullptr) {
-          const float scaled = static_cast<float>(internal::Wrap32(acc)) * p.multiplier[n];
+          float scaled = static_cast<float>(internal::Wrap32(acc)) * p.multiplier[n];
+          if (p.row_scale != nullptr) scaled *= p.row_scale[m];
           const float y = scaled + (p.bias_f32 != nullptr ? p.bias_f32[n] : 0.0f);
           p.y_f32[m * p.n + n] = p.add_f32 != nullptr ? y + p.add_f32[m * p.n + n] : y;
           continue;

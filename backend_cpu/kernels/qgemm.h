@@ -46,11 +46,13 @@ struct QGemmParams {
   const int32_t* bias = nullptr;      // [N], zero-point correction folded in; null: 0
   const float* multiplier = nullptr;  // [N] requantization multipliers
   int32_t zp_out = 0, lo = -128, hi = 127;
-  int8_t* y = nullptr;              // [M, N]
-  float* y_f32 = nullptr;           // [M, N]: the fp32 result instead of y (see above)
-  const float* bias_f32 = nullptr;  // [N] with y_f32; null: 0
-  const float* add_f32 = nullptr;   // [M, N] with y_f32, added last (a residual); null: none
-  int num_threads = 1;              // <= 1 runs on the calling thread
+  int8_t* y = nullptr;               // [M, N]
+  float* y_f32 = nullptr;            // [M, N]: the fp32 result instead of y (see above)
+  const float* bias_f32 = nullptr;   // [N] with y_f32; null: 0
+  const float* add_f32 = nullptr;    // [M, N] with y_f32, added last (a residual); null: none
+  const float* row_scale = nullptr;  // [M] with y_f32: float(acc) * multiplier[n] * row_scale[m]
+                                     // (per-row activation scales); null: none
+  int num_threads = 1;               // <= 1 runs on the calling thread
 };
 
 /// Weights of one GEMM prepared once at load time for QGemm; owns its buffers.

@@ -127,10 +127,13 @@ QCC_AVX2 void GemmUnits(const QGemmParams& p, const uint8_t* packed, int64_t beg
     for (int64_t j = 0; j < nv; ++j) {
       const __m256 m = _mm256_load_ps(multiplier + 8 * j);
       const int64_t cols = std::min<int64_t>(8, n_valid - 8 * j);
-      if (p.y_f32 != nullptr) {  // fp32 result: float(acc) * m + bias + add, as the reference
+      if (p.y_f32 !=
+          nullptr) {  // fp32 result: float(acc) * m [* row] + bias + add, as the reference
         const __m256 fb = _mm256_load_ps(fbias + 8 * j);
         for (int64_t r = 0; r < mr; ++r) {
-          __m256 x = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r * kNv + j]), m), fb);
+          __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r * kNv + j]), m);
+          if (p.row_scale != nullptr) x = _mm256_mul_ps(x, _mm256_set1_ps(p.row_scale[m0 + r]));
+          x = _mm256_add_ps(x, fb);
           float* y = p.y_f32 + (m0 + r) * p.n + n0 + 8 * j;
           if (p.add_f32 != nullptr) {
             alignas(32) float add[8] = {};

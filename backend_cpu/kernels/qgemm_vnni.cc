@@ -59,10 +59,11 @@ QCC_VNNI int32_t RowSum(const int8_t* a, int64_t k) {
 }
 
 struct GemmOut {
-  int8_t* y;           // row 0, column 0 of the tile (int8 result), or null
-  float* yf;           // the same for an fp32 result (QGemmParams::y_f32), or null
-  const float* fbias;  // at the tile's column 0 with yf, or null
-  const float* yadd;   // with yf: the residual at the tile's row 0, column 0 (ldy), or null
+  int8_t* y;               // row 0, column 0 of the tile (int8 result), or null
+  float* yf;               // the same for an fp32 result (QGemmParams::y_f32), or null
+  const float* fbias;      // at the tile's column 0 with yf, or null
+  const float* yadd;       // with yf: the residual at the tile's row 0, column 0 (ldy), or null
+  const float* row_scale;  // with yf: kMr per-row factors (QGemmParams::row_scale), or null
   int64_t ldy;
   int64_t rows;         // rows of the tile that exist (1..kMr)
   const int32_t* bias;  // at the tile's column 0, or null
@@ -76,11 +77,12 @@ struct GemmOut {
 /// the float bias, then the residual), stores the valid columns at `offset` from the tile's row 0,
 /// column 0.
 QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, __m512 fbias,
-                                 __mmask16 cols, int64_t offset, const GemmOut& o) {
+                                 __mmask16 cols, int64_t offset, const GemmOut& o, int r) {
   if (o.yf != nullptr) {
     constexpr __mmask16 kAll = 0xFFFF;
     const __m512i v = _mm512_add_epi32(acc, _mm512_set1_epi32(corr));
-    const __m512 x = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, v), multiplier);
+    __m512 x = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, v), multiplier);
+    if (o.row_scale != nullptr) x = _mm512_mul_ps(x, _mm512_set1_ps(o.row_scale[r]));
     __m512 y = _mm512_add_ps(x, fbias);
     if (o.yadd != nullptr) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(cols, o.yadd + offset));
     _mm512_mask_storeu_ps(o.yf + offset, cols, y);
@@ -118,7 +120,7 @@ QCC_VNNI inline void StoreVector(__m512i acc, int32_t corr, __m512 multiplier, _
   QCC_GEMM_DP(4);                                                                   \
   QCC_GEMM_DP(5);
 #define QCC_GEMM_STORE(r, j) \
-  if (r < o.rows) StoreVector(c##r##j, o.row_corr[r], m, fb, cols, r* o.ldy + 16 * j, o);
+  if (r < o.rows) StoreVector(c##r##j, o.row_corr[r], m, fb, cols, r* o.ldy + 16 * j, o, r);
 #define QCC_GEMM_STORE_COLUMN(j)                                                                  \
   if (NV > j) {                                                                                   \
     const __mmask16 cols = static_cast<__mmask16>(LowBits64(o.n_valid - 16 * j));                 \
@@ -213,6 +215,7 @@ QCC_VNNI void GemmUnits(const QGemmParams& p, const uint8_t* packed, const int32
     o.yf = p.y_f32 != nullptr ? p.y_f32 + m0 * p.n + n0 : nullptr;
     o.fbias = p.bias_f32 != nullptr ? p.bias_f32 + n0 : nullptr;
     o.yadd = p.add_f32 != nullptr ? p.add_f32 + m0 * p.n + n0 : nullptr;
+    o.row_scale = p.row_scale != nullptr ? p.row_scale + m0 : nullptr;
     o.ldy = p.n;
     o.rows = mr;
     o.bias = p.bias != nullptr ? p.bias + n0 : nullptr;

@@ -98,10 +98,11 @@ std::vector<int8_t> RunPacked(Gemm& g, QKernelPath path, int threads) {
 }
 
 /// The fp32-result form (QGemmParams::y_f32) with weights packed for `path` (the reference when
-/// kReference without packing): y = float(acc) * multiplier + bias_f32 (+ add, a residual [M, N],
-/// when given). Checks the guard.
+/// kReference without packing): y = float(acc) * multiplier [* row_scale[m]] + bias_f32 (+ add,
+/// a residual [M, N], when given). Checks the guard.
 std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPath path, int threads,
-                            bool packed, const std::vector<float>& add = {}) {
+                            bool packed, const std::vector<float>& add = {},
+                            const std::vector<float>& row_scale = {}) {
   g.p.num_threads = threads;
   constexpr int64_t kGuard = 32;
   const int64_t size = g.p.m * g.p.n;
@@ -110,6 +111,7 @@ std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPat
   g.p.y_f32 = y.data();
   g.p.bias_f32 = fbias.empty() ? nullptr : fbias.data();
   g.p.add_f32 = add.empty() ? nullptr : add.data();
+  g.p.row_scale = row_scale.empty() ? nullptr : row_scale.data();
   if (packed) {
     QGemm(g.p, PackQGemmWeights(g.p, path));
   } else {
@@ -118,6 +120,7 @@ std::vector<float> RunFloat(Gemm& g, const std::vector<float>& fbias, QKernelPat
   g.p.y_f32 = nullptr;
   g.p.bias_f32 = nullptr;
   g.p.add_f32 = nullptr;
+  g.p.row_scale = nullptr;
   for (int64_t i = 0; i < kGuard; ++i) EXPECT_EQ(y[size + i], 7.0f) << "overrun at +" << i;
   y.resize(size);
   return y;
@@ -134,6 +137,9 @@ TEST(Int8GemmReferenceTest, FloatResultIsScaledAccumulatorPlusBias) {
   const std::vector<float> y = RunFloat(g, fbias, QKernelPath::kReference, 1, false);
   const std::vector<float> with_residual =
       RunFloat(g, fbias, QKernelPath::kReference, 1, false, residual);
+  const std::vector<float> rows = {0.5f, 3.0f, 0.01f, 1.0f, 7.25f};
+  const std::vector<float> per_row =
+      RunFloat(g, fbias, QKernelPath::kReference, 1, false, residual, rows);
   for (int64_t m = 0; m < 5; ++m) {
     for (int64_t n = 0; n < 7; ++n) {
       int64_t acc = g.bias[n];
@@ -142,6 +148,8 @@ TEST(Int8GemmReferenceTest, FloatResultIsScaledAccumulatorPlusBias) {
       EXPECT_EQ(y[m * 7 + n], scaled + fbias[n]) << "m " << m << " n " << n;
       // The residual Add of the graph, in the same order: (scaled + bias) + residual.
       EXPECT_EQ(with_residual[m * 7 + n], (scaled + fbias[n]) + residual[m * 7 + n]);
+      // Per-row activation scales (dynamic quantization per row): after the multiplier.
+      EXPECT_EQ(per_row[m * 7 + n], (scaled * rows[m] + fbias[n]) + residual[m * 7 + n]);
     }
   }
 }
@@ -266,6 +274,12 @@ TEST(Int8GemmFastTest, FloatResultBitIdenticalToReference) {
         for (float& v : residual) v = b(rng);
         EXPECT_EQ(RunFloat(g, fbias, path, threads, true, residual),
                   RunFloat(g, fbias, path, threads, false, residual));
+        std::vector<float> rows(s.m);
+        for (float& v : rows) v = std::fabs(b(rng)) + 1e-3f;
+        EXPECT_EQ(RunFloat(g, fbias, path, threads, true, residual, rows),
+                  RunFloat(g, fbias, path, threads, false, residual, rows));
+        EXPECT_EQ(RunFloat(g, {}, path, threads, true, {}, rows),
+                  RunFloat(g, {}, path, threads, false, {}, rows));
         g.p.bias = nullptr;
         EXPECT_EQ(RunFloat(g, {}, path, threads, true), RunFloat(g, {}, path, threads, false));
         EXPECT_EQ(RunFloat(g, {}, path, threads, true, residual),

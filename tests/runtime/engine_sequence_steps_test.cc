@@ -214,8 +214,10 @@ TEST(EngineSequenceStepsTest, QGemmGivesTheFp32ResultWithItsFloatBias) {
   }
 }
 
-TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesItsInputPerRun) {
-  // X [N, 5, 8] f32: per run, scale (max - min) / 255 and a zero point, int8 GEMM, fp32 out.
+TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesEachRowOfItsInputPerRun) {
+  // X [N, 5, 8] f32: per run and per row r, symmetric scale s_r = max|x_r| / 127, the int8 GEMM,
+  // fp32 out float(acc) * w_scale[j] * s_r + bias[j]. A row of zeros gives the bias; a row with
+  // a NaN gives NaN (and only that row).
   PlanBuilder b(1, 2);
   const int32_t x = b.Input("x", kF32, {-1, 5, 8});
   std::vector<int8_t> w(3 * 8);
@@ -230,25 +232,32 @@ TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesItsInputPerRun) {
   for (int64_t n : {1, 2}) {
     Tensor t(kF32, {n, 5, 8});
     const std::vector<float> v = Values(t.numel(), 21 + n);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 3 * v[i] + 0.5f;  // skewed
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      t.data<float>()[i] = (3 * v[i] + 0.5f) * static_cast<float>(1 + i / 8);  // rows differ
+    }
+    for (int64_t k = 0; k < 8; ++k) t.data<float>()[1 * 8 + k] = 0.0f;  // row 1: zeros
+    if (n == 2) t.data<float>()[7 * 8 + 3] = std::nanf("");             // row 7: a NaN
     const std::vector<Tensor> out = RunPlan(b.plan(), {t}, 2);
     ASSERT_EQ(out.size(), 1u);
-    float lo = 0, hi = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      lo = std::min(lo, t.data<float>()[i]);
-      hi = std::max(hi, t.data<float>()[i]);
-    }
-    const float scale = (hi - lo) / 255.0f;
-    const int32_t zp = Saturate(-128.0f - lo / scale, 0, kInt8Min, kInt8Max);
     for (int64_t r = 0; r < n * 5; ++r) {
+      const float* xr = t.data<float>() + r * 8;
+      float m = 0;
+      for (int64_t k = 0; k < 8; ++k) m = std::max(m, std::fabs(xr[k]));
+      const float inv = m > 0 ? 127.0f / m : 0.0f;
       for (int64_t j = 0; j < 3; ++j) {
+        const float got = out[0].data<float>()[r * 3 + j];
+        if (n == 2 && r == 7) {
+          EXPECT_TRUE(std::isnan(got)) << r << "," << j;
+          continue;
+        }
         int32_t acc = 0;
         for (int64_t k = 0; k < 8; ++k) {
-          const int32_t q = QuantizeValue(t.data<float>()[r * 8 + k], scale, zp);
-          acc += (q - zp) * w[j * 8 + k];
+          const float q = std::min(127.0f, std::max(-127.0f, std::nearbyint(xr[k] * inv)));
+          acc += static_cast<int32_t>(q) * w[j * 8 + k];
         }
-        const float scaled = static_cast<float>(acc) * (scale * w_scale[j]);
-        EXPECT_EQ(out[0].data<float>()[r * 3 + j], scaled + bias[j]) << r << "," << j;
+        const float scaled = static_cast<float>(acc) * w_scale[j] * (m / 127.0f);
+        EXPECT_EQ(got, scaled + bias[j]) << r << "," << j;
+        if (r == 1) EXPECT_EQ(got, bias[j]);
       }
     }
   }
