@@ -5,6 +5,9 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+// GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
+// -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backend_cpu/kernels/cpu_features.h"
 #include "backend_cpu/kernels/elementwise_math.h"
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/nn_parallel.h"
@@ -21,6 +25,10 @@
 #include "backend_cpu/kernels/simd_dispatch.h"
 #include "backend_cpu/kernels/softmax.h"
 #include "backend_cpu/kernels/symmetric_s8.h"
+
+// The int8 attention's AVX-512 functions: F, BW, VL and VNNI only (QCC_VNNI of the GEMM also
+// allows VBMI, which some VNNI CPUs lack); they run when Cpu().avx512_vnni().
+#define QCC_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 namespace qcc::cpu {
 namespace {
@@ -245,8 +253,8 @@ QCC_SIMD_VARIANTS(void, ProductPlain,
 
 /// The register tile of ProductVnni: kRows rows x kVecs vectors of 16 columns.
 template <int kRows, int kVecs>
-QCC_VNNI void ProductTileVnni(int64_t t_count, int64_t n, const int8_t* a, int64_t lda,
-                              const uint8_t* b, int32_t* c, int64_t ldc) {
+QCC_AVX512_VNNI void ProductTileVnni(int64_t t_count, int64_t n, const int8_t* a, int64_t lda,
+                                     const uint8_t* b, int32_t* c, int64_t ldc) {
   __m512i acc[kRows][kVecs];
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_si512();
@@ -267,8 +275,8 @@ QCC_VNNI void ProductTileVnni(int64_t t_count, int64_t n, const int8_t* a, int64
 }
 
 template <int kRows>
-QCC_VNNI void ProductRowsVnni(int64_t t_count, int64_t nvec, const int8_t* a, int64_t lda,
-                              const uint8_t* b, int32_t* c, int64_t ldc) {
+QCC_AVX512_VNNI void ProductRowsVnni(int64_t t_count, int64_t nvec, const int8_t* a, int64_t lda,
+                                     const uint8_t* b, int32_t* c, int64_t ldc) {
   const int64_t n = 16 * nvec;
   int64_t v = 0;
   for (; v + 4 <= nvec; v += 4)
@@ -286,8 +294,8 @@ QCC_VNNI void ProductRowsVnni(int64_t t_count, int64_t nvec, const int8_t* a, in
 }
 
 /// ProductPlain's integers with vpdpbusd (call only when QInt8HasVnni()).
-QCC_VNNI void ProductVnni(int64_t rows, int64_t t_count, int64_t nvec, const int8_t* a, int64_t lda,
-                          const uint8_t* b, int32_t* c, int64_t ldc) {
+QCC_AVX512_VNNI void ProductVnni(int64_t rows, int64_t t_count, int64_t nvec, const int8_t* a,
+                                 int64_t lda, const uint8_t* b, int32_t* c, int64_t ldc) {
   int64_t i = 0;
   for (; i + 4 <= rows; i += 4)
     ProductRowsVnni<4>(t_count, nvec, a + i * lda, lda, b, c + i * ldc, ldc);
@@ -372,7 +380,7 @@ QCC_SIMD_VARIANTS(void, Probs,
                   (rows, n, padded, s, lds, p8, p_sum))
 
 /// ExpProbF32 on 16 lanes, operation for operation.
-QCC_VNNI inline __m512 ExpProbX16(__m512 x) {
+QCC_AVX512_VNNI inline __m512 ExpProbX16(__m512 x) {
   const __m512 round = _mm512_set1_ps(12582912.0f);
   const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(kProbExpLo));  // NaN takes the bound
   const __m512 n = _mm512_sub_ps(
@@ -393,8 +401,8 @@ QCC_VNNI inline __m512 ExpProbX16(__m512 x) {
 }
 
 /// ProbsBody with AVX-512, operation for operation (the maximum in RowMax's lane order).
-QCC_VNNI void ProbsVnni(int64_t rows, int64_t n, int64_t padded, const float* s, int64_t lds,
-                        int8_t* p8, int32_t* p_sum) {
+QCC_AVX512_VNNI void ProbsVnni(int64_t rows, int64_t n, int64_t padded, const float* s, int64_t lds,
+                               int8_t* p8, int32_t* p_sum) {
   for (int64_t i = 0; i < rows; ++i) {
     const float* si = s + i * lds;
     int8_t* pi = p8 + i * padded;
@@ -610,7 +618,7 @@ int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p) {
 
 void AttentionInt8(const AttentionF32Params& p, const float* q, const float* k, const float* v,
                    const float* mask, float* y, void* scratch) {
-  AttentionInt8On(p, q, k, v, mask, y, scratch, QInt8HasVnni());
+  AttentionInt8On(p, q, k, v, mask, y, scratch, Cpu().avx512_vnni());
 }
 
 void AttentionInt8Reference(const AttentionF32Params& p, const float* q, const float* k,

@@ -22,6 +22,7 @@
 
 #include "backend_cpu/kernels/conv.h"
 #include "backend_cpu/kernels/conv_internal.h"
+#include "backend_cpu/kernels/cpu_features.h"
 #include "backend_cpu/kernels/nn_parallel.h"
 
 #define QCC_AVX512 __attribute__((target("avx512f")))
@@ -308,10 +309,7 @@ QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_tap
 
 }  // namespace
 
-bool ConvF32HasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
+bool ConvF32HasAvx512() { return Cpu().avx512f; }
 
 bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p) {
   return p.IsDepthwise() && p.kernel[0] == 1 && p.stride[0] == 1 && p.stride[2] <= 2 &&

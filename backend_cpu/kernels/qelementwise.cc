@@ -14,6 +14,8 @@
 // when CpuHasAvx512Int8().
 #include "backend_cpu/kernels/qelementwise.h"
 
+#include "backend_cpu/kernels/cpu_features.h"
+
 // RangeF32's selects vectorize only when GCC may assume float compares do not trap (as Clang
 // does by default); qcc never reads floating-point exception flags.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -236,11 +238,7 @@ QCC_AVX512_INT8 bool QuantizeRowsAvx512Int8(const float* x, int64_t rows, int64_
 
 }  // namespace
 
-bool CpuHasAvx512Int8() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
-}
+bool CpuHasAvx512Int8() { return Cpu().avx512_int8(); }
 
 namespace {
 

@@ -2,6 +2,7 @@
 // dispatch to the VNNI and AVX2 fast paths; and the CPU checks shared by the int8 kernels.
 #include "backend_cpu/kernels/qgemm.h"
 
+#include "backend_cpu/kernels/cpu_features.h"
 #include "backend_cpu/kernels/nn_parallel.h"
 #include "backend_cpu/kernels/qint8_avx2_internal.h"
 #include "backend_cpu/kernels/qint8_vnni_internal.h"
@@ -9,18 +10,9 @@
 
 namespace qcc::cpu {
 
-bool QInt8HasVnni() {
-  static const bool has =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
-  return has;
-}
+bool QInt8HasVnni() { return Cpu().avx512_vnni() && Cpu().avx512vbmi && Cpu().avx512vbmi2; }
 
-bool QInt8HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
+bool QInt8HasAvx2() { return Cpu().avx2; }
 
 namespace {
 

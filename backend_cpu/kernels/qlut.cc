@@ -5,6 +5,8 @@
 // picks table[128 + (u & 127)] (it reads the low 7 index bits); bit 7 of u chooses between them.
 #include "backend_cpu/kernels/qlut.h"
 
+#include "backend_cpu/kernels/cpu_features.h"
+
 // GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -70,11 +72,7 @@ Int8Lut BuildLut(LutOp op, const LutOpParams& params, float s_in, int32_t zp_in,
   return table;
 }
 
-bool CpuHasAvx512Vbmi() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vbmi");
-  return has;
-}
+bool CpuHasAvx512Vbmi() { return Cpu().avx512f && Cpu().avx512bw && Cpu().avx512vbmi; }
 
 void ApplyLutReference(const Int8Lut& table, int64_t n, const int8_t* x, int8_t* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = table[x[i] + 128];

@@ -10,6 +10,8 @@
 // Compiled for any x86-64: only QCC_AVX512_POOL functions use AVX-512.
 #include "backend_cpu/kernels/qpool.h"
 
+#include "backend_cpu/kernels/cpu_features.h"
+
 // GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -157,8 +159,7 @@ QCC_AVX512_POOL void MaxPoolPlanesAvx512(const PoolS8Geometry& g, int64_t begin,
 }  // namespace
 
 bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g) {
-  static const bool has = CpuHasAvx512Int8() && __builtin_cpu_supports("bmi2");
-  return has && (g.stride[2] == 1 || g.stride[2] == 2);
+  return Cpu().avx512_int8() && Cpu().bmi2 && (g.stride[2] == 1 || g.stride[2] == 2);
 }
 
 void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y) {

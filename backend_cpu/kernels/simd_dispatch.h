@@ -6,15 +6,17 @@
 #ifndef QCC_BACKEND_CPU_KERNELS_SIMD_DISPATCH_H_
 #define QCC_BACKEND_CPU_KERNELS_SIMD_DISPATCH_H_
 
+#include "backend_cpu/kernels/cpu_features.h"
+
 namespace qcc::cpu {
 
 enum class SimdLevel { kBaseline, kAvx2, kAvx512 };
 
-/// The widest of the three this CPU runs.
+/// The widest of the three this CPU runs (cpu_features.h).
 inline SimdLevel CpuSimdLevel() {
-  static const SimdLevel level = __builtin_cpu_supports("avx512f") ? SimdLevel::kAvx512
-                                 : __builtin_cpu_supports("avx2")  ? SimdLevel::kAvx2
-                                                                   : SimdLevel::kBaseline;
+  static const SimdLevel level = Cpu().avx512f ? SimdLevel::kAvx512
+                                 : Cpu().avx2  ? SimdLevel::kAvx2
+                                               : SimdLevel::kBaseline;
   return level;
 }
 

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/attention.h"
-#include "backend_cpu/kernels/qgemm.h"  // QInt8HasVnni
+#include "backend_cpu/kernels/cpu_features.h"
 
 namespace qcc::cpu {
 namespace {
@@ -98,12 +98,12 @@ TEST(AttentionInt8Test, VnniEqualsPlainAndThreadsDoNotChangeBits) {
     const Data d = MakeData(c, 100 + i);
     const std::vector<float> plain = RunAttention(c, d, 1, Path::kPlain);
     EXPECT_TRUE(SameBits(RunAttention(c, d, 2, Path::kPlain), plain));
-    if (QInt8HasVnni()) {
+    if (Cpu().avx512_vnni()) {
       EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
       EXPECT_TRUE(SameBits(RunAttention(c, d, 2, Path::kFast), plain));
     }
   }
-  if (!QInt8HasVnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: only the plain path ran";
+  if (!Cpu().avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: only the plain path ran";
 }
 
 TEST(AttentionInt8Test, CloseToFp32) {
@@ -193,7 +193,9 @@ TEST(AttentionInt8Test, TinyRowsQuantizeToZeroOnBothPaths) {
   const std::vector<float> plain = RunAttention(c, d, 1, Path::kPlain);
   for (float x : plain) ASSERT_TRUE(std::isfinite(x));
   for (int64_t i = 0; i < c.q_len; ++i) EXPECT_EQ(plain[i * c.v_head + 3], 0.0f) << i;
-  if (QInt8HasVnni()) EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
+  if (Cpu().avx512_vnni()) {
+    EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
+  }
 }
 
 TEST(AttentionInt8Test, RowsOfMoreThan512KeysRunInFp32) {
