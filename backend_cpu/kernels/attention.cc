@@ -251,6 +251,57 @@ QCC_SIMD_VARIANTS(void, ProductPlain,
                    const uint8_t* b, int32_t* c, int64_t ldc),
                   (rows, t_count, nvec, a, lda, b, c, ldc))
 
+/// ProductPlain's integers with AVX2 vpmaddwd on bytes widened to int16 (products of at most
+/// 255 * 128 and pairs of them are exact in int32; vpmaddubsw would saturate). Per 4 bytes of a
+/// column: its pairs (b0, b1) and (b2, b3) against a row's (a0, a1) and (a2, a3).
+__attribute__((target("avx2"))) void ProductAvx2(int64_t rows, int64_t t_count, int64_t nvec,
+                                                 const int8_t* a, int64_t lda, const uint8_t* b,
+                                                 int32_t* c, int64_t ldc) {
+  const int64_t n = 16 * nvec;
+  // Within each 128-bit half: the bytes 0, 1 (then 2, 3) of each dword, zero-extended to int16.
+  const __m256i lo_pairs =
+      _mm256_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1, 0, -1, 1, -1, 4,
+                       -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1);
+  const __m256i hi_pairs =
+      _mm256_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1, 2, -1, 3, -1, 6,
+                       -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1);
+  auto pair = [](int8_t lo, int8_t hi) {  // two int16 in a dword, lo first
+    return static_cast<int32_t>(static_cast<uint16_t>(int16_t{lo}) |
+                                (static_cast<uint32_t>(static_cast<uint16_t>(int16_t{hi})) << 16));
+  };
+  constexpr int64_t kRows = 4;
+  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
+    const int64_t mr = std::min(kRows, rows - i0);
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+      __m256i acc[kRows][2];
+      for (int64_t r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+      for (int64_t t = 0; t < t_count; ++t) {
+        const uint8_t* bt = b + (t * n + j0) * 4;
+        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bt));
+        const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bt + 32));
+        const __m256i b0l = _mm256_shuffle_epi8(b0, lo_pairs),
+                      b0h = _mm256_shuffle_epi8(b0, hi_pairs);
+        const __m256i b1l = _mm256_shuffle_epi8(b1, lo_pairs),
+                      b1h = _mm256_shuffle_epi8(b1, hi_pairs);
+        for (int64_t r = 0; r < mr; ++r) {
+          const int8_t* at = a + (i0 + r) * lda + 4 * t;
+          const __m256i al = _mm256_set1_epi32(pair(at[0], at[1]));
+          const __m256i ah = _mm256_set1_epi32(pair(at[2], at[3]));
+          acc[r][0] = _mm256_add_epi32(
+              acc[r][0], _mm256_add_epi32(_mm256_madd_epi16(b0l, al), _mm256_madd_epi16(b0h, ah)));
+          acc[r][1] = _mm256_add_epi32(
+              acc[r][1], _mm256_add_epi32(_mm256_madd_epi16(b1l, al), _mm256_madd_epi16(b1h, ah)));
+        }
+      }
+      for (int64_t r = 0; r < mr; ++r) {
+        int32_t* cr = c + (i0 + r) * ldc + j0;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cr), acc[r][0]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cr + 8), acc[r][1]);
+      }
+    }
+  }
+}
+
 /// The register tile of ProductVnni: kRows rows x kVecs vectors of 16 columns.
 template <int kRows, int kVecs>
 QCC_AVX512_VNNI void ProductTileVnni(int64_t t_count, int64_t n, const int8_t* a, int64_t lda,
@@ -485,7 +536,9 @@ void PackV(const Int8Scratch& s) {
 /// is not finite (the caller then runs the unit in fp32).
 bool AttentionUnitInt8(const AttentionF32Params& p, int64_t b, int64_t h, int64_t row0,
                        int64_t rows, const float* q, const float* k, const float* v,
-                       const float* mask, float* y, const Int8Scratch& s, bool vnni) {
+                       const float* mask, float* y, const Int8Scratch& s, QKernelPath path) {
+  // kFastest here means AVX-512 VNNI (the caller checked); kAvx2 the AVX2 products.
+  const bool vnni = path == QKernelPath::kFastest;
   const int64_t g = h / (p.q_heads / p.kv_heads);
   const int64_t dk = s.d4 * 4, padded = s.kv4 * 4;
   const auto quantize_rows = vnni ? QuantizeRowsS8 : QuantizeRowsS8Reference;
@@ -504,7 +557,7 @@ bool AttentionUnitInt8(const AttentionF32Params& p, int64_t b, int64_t h, int64_
   for (int64_t j = p.kv_len; j < s.kv16; ++j) s.k_scale[j] = 0.0f;
   PackK(s, p.kv_len);
   PackV(s);
-  const auto product = vnni ? ProductVnni : ProductPlain;
+  const auto product = vnni ? ProductVnni : path == QKernelPath::kAvx2 ? ProductAvx2 : ProductPlain;
   product(rows, s.d4, s.kv16 / 16, s.q8, dk, s.k_packed, s.acc, s.kv16);
   const float* mask_rows =
       mask == nullptr ? nullptr : mask + b * p.mask.batch + h * p.mask.head + row0 * p.mask.row;
@@ -525,7 +578,7 @@ bool AttentionUnitInt8(const AttentionF32Params& p, int64_t b, int64_t h, int64_
 }
 
 void AttentionInt8On(const AttentionF32Params& p, const float* q, const float* k, const float* v,
-                     const float* mask, float* y, void* scratch, bool vnni) {
+                     const float* mask, float* y, void* scratch, QKernelPath path) {
   if (p.batch == 0 || p.q_heads == 0 || p.q_len == 0 || p.v_head_size == 0) return;
   char* base = static_cast<char*>(scratch);
   if (!Int8Applies(p)) {
@@ -544,7 +597,7 @@ void AttentionInt8On(const AttentionF32Params& p, const float* q, const float* k
       const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
       const int64_t row0 = block * rows_per_block;
       const int64_t rows = std::min(rows_per_block, p.q_len - row0);
-      if (!AttentionUnitInt8(p, b, h, row0, rows, q, k, v, mask, y, s, vnni)) {
+      if (!AttentionUnitInt8(p, b, h, row0, rows, q, k, v, mask, y, s, path)) {
         AttentionUnitF32(p, b, h, row0, rows, q, k, v, mask, y, s.scores);
       }
     }
@@ -617,13 +670,16 @@ int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p) {
 }
 
 void AttentionInt8(const AttentionF32Params& p, const float* q, const float* k, const float* v,
-                   const float* mask, float* y, void* scratch) {
-  AttentionInt8On(p, q, k, v, mask, y, scratch, Cpu().avx512_vnni());
-}
-
-void AttentionInt8Reference(const AttentionF32Params& p, const float* q, const float* k,
-                            const float* v, const float* mask, float* y, void* scratch) {
-  AttentionInt8On(p, q, k, v, mask, y, scratch, false);
+                   const float* mask, float* y, void* scratch, QKernelPath path) {
+  // kFastest: VNNI where the CPU has it, else AVX2, else plain; kAvx2: AVX2 where the CPU has
+  // it, else plain; kReference: plain.
+  QKernelPath run = QKernelPath::kReference;
+  if (path == QKernelPath::kFastest && Cpu().avx512_vnni()) {
+    run = QKernelPath::kFastest;
+  } else if (path != QKernelPath::kReference && Cpu().avx2) {
+    run = QKernelPath::kAvx2;
+  }
+  AttentionInt8On(p, q, k, v, mask, y, scratch, run);
 }
 
 }  // namespace qcc::cpu

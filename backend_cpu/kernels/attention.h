@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend_cpu/kernels/qgemm.h"  // QKernelPath
+
 namespace qcc::cpu {
 
 /// Where head h of batch b starts (b * batch + h * head elements) and the distance between its
@@ -54,8 +56,9 @@ void AttentionF32(const AttentionF32Params& p, const float* q, const float* k, c
 /// The bytes of scratch AttentionInt8 needs (per-thread quantized operands and score blocks).
 int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p);
 
-/// Y as AttentionF32 computes it, with both products in int8 (vpdpbusd where the CPU has
-/// AVX-512 VNNI, the same integers in plain C++ elsewhere):
+/// Y as AttentionF32 computes it, with both products in int8: `path` kFastest runs vpdpbusd
+/// where the CPU has AVX-512 VNNI, else AVX2 vpmaddwd, else plain C++; kAvx2 the AVX2 products
+/// (plain without AVX2); kReference plain C++. The integers are the same on every path:
 ///   - Q and K are quantized per row (one symmetric scale per query or key position and head,
 ///     max |x| / 127), V per column (per output channel of the head), at run time;
 ///   - scores s = q8 · k8 * (sq_i * scale) * sk_j (+ mask), then e = exp(s - max_j s) as in the
@@ -70,12 +73,8 @@ int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p);
 /// Bit-identical for every thread count and on every CPU (integer products are exact; the float
 /// steps are the same IEEE operations in each build).
 void AttentionInt8(const AttentionF32Params& p, const float* q, const float* k, const float* v,
-                   const float* mask, float* y, void* scratch);
-
-/// AttentionInt8 with the integer products in plain C++ whatever the CPU (the tests' reference
-/// for the vpdpbusd path).
-void AttentionInt8Reference(const AttentionF32Params& p, const float* q, const float* k,
-                            const float* v, const float* mask, float* y, void* scratch);
+                   const float* mask, float* y, void* scratch,
+                   QKernelPath path = QKernelPath::kFastest);
 
 }  // namespace qcc::cpu
 

@@ -1,5 +1,5 @@
-// Attention with both products in int8 (backend_cpu/kernels/attention.h): the VNNI path
-// bit-identical to the plain one over shapes (head and length tails, several row blocks,
+// Attention with both products in int8 (backend_cpu/kernels/attention.h): the VNNI and AVX2
+// paths bit-identical to the plain one over shapes (head and length tails, several row blocks,
 // grouped heads, every mask layout) and threads; close to the fp32 kernel; probabilities that
 // sum to exactly 1; non-finite inputs computed in fp32; fully masked rows NaN as in fp32.
 #include <gtest/gtest.h>
@@ -53,7 +53,7 @@ AttentionF32Params ParamsOf(const Case& c, int threads) {
                            c.q_heads, c.kv_heads, c.mask_dims, 0.3f, threads);
 }
 
-enum class Path { kFast, kPlain, kF32 };
+enum class Path { kFast, kAvx2, kPlain, kF32 };
 
 std::vector<float> RunAttention(const Case& c, const Data& d, int threads, Path path) {
   const AttentionF32Params p = ParamsOf(c, threads);
@@ -69,8 +69,10 @@ std::vector<float> RunAttention(const Case& c, const Data& d, int threads, Path 
   const int64_t bytes = AttentionInt8ScratchBytes(p);
   std::vector<char> scratch(bytes + 64 + kGuard, 0x5a);
   char* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
-  (path == Path::kFast ? AttentionInt8 : AttentionInt8Reference)(
-      p, d.q.data(), d.k.data(), d.v.data(), mask, y.data(), aligned);
+  const QKernelPath kernels = path == Path::kFast   ? QKernelPath::kFastest
+                              : path == Path::kAvx2 ? QKernelPath::kAvx2
+                                                    : QKernelPath::kReference;
+  AttentionInt8(p, d.q.data(), d.k.data(), d.v.data(), mask, y.data(), aligned, kernels);
   for (int64_t i = 0; i < kGuard; ++i) EXPECT_EQ(aligned[bytes + i], 0x5a) << "overrun at +" << i;
   return y;
 }
@@ -91,19 +93,21 @@ const std::vector<Case>& Cases() {
   return cases;
 }
 
-TEST(AttentionInt8Test, VnniEqualsPlainAndThreadsDoNotChangeBits) {
+TEST(AttentionInt8Test, VnniAndAvx2EqualPlainAndThreadsDoNotChangeBits) {
   for (size_t i = 0; i < Cases().size(); ++i) {
     const Case& c = Cases()[i];
     SCOPED_TRACE(absl::StrCat("case ", i));
     const Data d = MakeData(c, 100 + i);
     const std::vector<float> plain = RunAttention(c, d, 1, Path::kPlain);
     EXPECT_TRUE(SameBits(RunAttention(c, d, 2, Path::kPlain), plain));
-    if (Cpu().avx512_vnni()) {
-      EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
-      EXPECT_TRUE(SameBits(RunAttention(c, d, 2, Path::kFast), plain));
+    for (Path path : {Path::kFast, Path::kAvx2}) {
+      EXPECT_TRUE(SameBits(RunAttention(c, d, 1, path), plain));
+      EXPECT_TRUE(SameBits(RunAttention(c, d, 2, path), plain));
     }
   }
-  if (!Cpu().avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: only the plain path ran";
+  if (!Cpu().avx512_vnni() || !Cpu().avx2) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 VNNI or AVX2: those paths ran the plain code";
+  }
 }
 
 TEST(AttentionInt8Test, CloseToFp32) {
@@ -162,7 +166,7 @@ TEST(AttentionInt8Test, NonFiniteInputsRunInFp32) {
       std::numeric_limits<float>::infinity();  // batch 1, head 0
   const std::vector<float> int8 = RunAttention(c, clean, 1, Path::kFast);
   const std::vector<float> f32 = RunAttention(c, bad, 1, Path::kF32);
-  for (Path path : {Path::kFast, Path::kPlain}) {
+  for (Path path : {Path::kFast, Path::kAvx2, Path::kPlain}) {
     const std::vector<float> got = RunAttention(c, bad, 1, path);
     int nans = 0;
     for (int64_t b = 0; b < c.batch; ++b) {
@@ -193,9 +197,8 @@ TEST(AttentionInt8Test, TinyRowsQuantizeToZeroOnBothPaths) {
   const std::vector<float> plain = RunAttention(c, d, 1, Path::kPlain);
   for (float x : plain) ASSERT_TRUE(std::isfinite(x));
   for (int64_t i = 0; i < c.q_len; ++i) EXPECT_EQ(plain[i * c.v_head + 3], 0.0f) << i;
-  if (Cpu().avx512_vnni()) {
-    EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
-  }
+  EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kFast), plain));
+  EXPECT_TRUE(SameBits(RunAttention(c, d, 1, Path::kAvx2), plain));
 }
 
 TEST(AttentionInt8Test, RowsOfMoreThan512KeysRunInFp32) {
@@ -206,7 +209,7 @@ TEST(AttentionInt8Test, RowsOfMoreThan512KeysRunInFp32) {
     const Case c = {1, 3, kv, 2, 2, 8, 8, {1, 1, 1, kv}};
     const Data d = MakeData(c, 700);
     const std::vector<float> f32 = RunAttention(c, d, 1, Path::kF32);
-    for (Path path : {Path::kFast, Path::kPlain}) {
+    for (Path path : {Path::kFast, Path::kAvx2, Path::kPlain}) {
       EXPECT_EQ(SameBits(RunAttention(c, d, 1, path), f32), kv > 512);
     }
   }
@@ -220,7 +223,7 @@ TEST(AttentionInt8Test, FullyMaskedRowsAreNanAsInFp32) {
     d.mask[j] = -std::numeric_limits<float>::infinity();
     d.mask[5 + j] = 0.0f;
   }
-  for (Path path : {Path::kFast, Path::kPlain, Path::kF32}) {
+  for (Path path : {Path::kFast, Path::kAvx2, Path::kPlain, Path::kF32}) {
     const std::vector<float> y = RunAttention(c, d, 1, path);
     for (int64_t e = 0; e < 12; ++e) EXPECT_TRUE(std::isnan(y[e])) << e;
     for (int64_t e = 12; e < 24; ++e) EXPECT_TRUE(std::isfinite(y[e])) << e;

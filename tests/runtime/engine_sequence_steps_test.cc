@@ -257,7 +257,9 @@ TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesEachRowOfItsInputPerRun) {
         }
         const float scaled = static_cast<float>(acc) * w_scale[j] * (m / 127.0f);
         EXPECT_EQ(got, scaled + bias[j]) << r << "," << j;
-        if (r == 1) EXPECT_EQ(got, bias[j]);
+        if (r == 1) {
+          EXPECT_EQ(got, bias[j]);
+        }
       }
     }
   }
