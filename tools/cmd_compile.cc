@@ -317,7 +317,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     // What a transformer's user asks first: which products run in int8, and why the rest do not
     // (one "stays in float" line each, below).
     std::printf("  MatMul/Gemm: %d of %d in int8%s; %d in fp32%s\n", gemms - float_gemms, gemms,
-                options.dynamic     ? " (activations quantized at run time, fp32 results)"
+                options.dynamic     ? " (activations quantized per row at run time, fp32 results)"
                 : float_results > 0 ? absl::StrCat(" (", float_results,
                                                    " with fp32 results: their consumers are float)")
                                           .c_str()
