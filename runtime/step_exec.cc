@@ -1,6 +1,7 @@
 #include "runtime/step_exec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "support/status.h"
@@ -186,6 +187,13 @@ absl::Status CheckInt8Value(const StepPrepareContext& ctx, int64_t v, absl::stri
     return ctx.Error(absl::StrCat(what, " ", v, " is outside [-128, 127]"));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckQuantizeParams(const StepPrepareContext& ctx, const QuantizeParams& p) {
+  if (!(p.scale > 0.0f) || std::isinf(p.scale)) {
+    return ctx.Error(absl::StrCat("scale ", p.scale, " is not a positive finite number"));
+  }
+  return CheckInt8Value(ctx, p.zero_point, "zero point");
 }
 
 absl::Status CheckClamp(const StepPrepareContext& ctx, int64_t lo, int64_t hi) {

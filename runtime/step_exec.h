@@ -204,6 +204,8 @@ absl::StatusOr<Dims> PoolOutDims(const StepPrepareContext& ctx, const PoolStepPa
                                  const Dims& x);
 /// OK when `zp` (called `what`) lies in [-128, 127].
 absl::Status CheckInt8Value(const StepPrepareContext& ctx, int64_t v, absl::string_view what);
+/// OK when a per-tensor int8 quantization has a positive finite scale and an int8 zero point.
+absl::Status CheckQuantizeParams(const StepPrepareContext& ctx, const QuantizeParams& p);
 /// OK when -128 <= lo <= hi <= 127.
 absl::Status CheckClamp(const StepPrepareContext& ctx, int64_t lo, int64_t hi);
 /// `axis` in [-rank, rank) made non-negative; an error otherwise.

@@ -255,15 +255,20 @@ void RunSoftmax(const int64_t& axis, const StepRunContext& c) {
 
 // ---- Unary ----
 
+absl::Status CheckUnaryOp(const StepPrepareContext& c, int64_t op) {
+  if (op < 0 || op > static_cast<int64_t>(UnaryOp::kGelu)) {
+    return c.Error(absl::StrCat("unknown unary op ", op));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<UnaryStepParams> PrepareUnary(const StepPrepareContext& c) {
   QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
   QCC_ASSIGN_OR_RETURN(const UnaryStepParams p, c.Decode<UnaryStepParams>());
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32));
   QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
-  if (p.op < 0 || p.op > static_cast<int64_t>(UnaryOp::kGelu)) {
-    return c.Error(absl::StrCat("unknown unary op ", p.op));
-  }
+  QCC_RETURN_IF_ERROR(CheckUnaryOp(c, p.op));
   return p;
 }
 
@@ -319,15 +324,8 @@ absl::StatusOr<UnaryQuantizeStepParams> PrepareUnaryQuantize(const StepPrepareCo
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8));
   QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
-  if (p.unary.op < 0 || p.unary.op > static_cast<int64_t>(UnaryOp::kGelu)) {
-    return c.Error(absl::StrCat("unknown unary op ", p.unary.op));
-  }
-  if (!(p.quantize.scale > 0.0f) || std::isinf(p.quantize.scale)) {
-    return c.Error(absl::StrCat("scale ", p.quantize.scale, " is not a positive finite number"));
-  }
-  if (p.quantize.zero_point < -128 || p.quantize.zero_point > 127) {
-    return c.Error(absl::StrCat("zero point ", p.quantize.zero_point, " is not an int8 value"));
-  }
+  QCC_RETURN_IF_ERROR(CheckUnaryOp(c, p.unary.op));
+  QCC_RETURN_IF_ERROR(CheckQuantizeParams(c, p.quantize));
   return p;
 }
 

@@ -51,10 +51,7 @@ absl::StatusOr<QuantizeState> PrepareQuantize(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kFrom));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kTo));
   QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *x));
-  if (!(p.scale > 0.0f) || std::isinf(p.scale)) {
-    return c.Error(absl::StrCat("scale ", p.scale, " is not a positive finite number"));
-  }
-  QCC_RETURN_IF_ERROR(CheckInt8Value(c, p.zero_point, "zero point"));
+  QCC_RETURN_IF_ERROR(CheckQuantizeParams(c, p));
   return QuantizeState{{p.scale, static_cast<int32_t>(p.zero_point)}};
 }
 

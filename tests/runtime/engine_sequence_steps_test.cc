@@ -436,6 +436,28 @@ TEST(EngineSequenceStepsTest, QAttentionIsTheInt8KernelOnTheStepsOperands) {
   }
 }
 
+TEST(EngineSequenceStepsTest, UnaryQuantizeChecksItsOpScaleAndZeroPoint) {
+  // The fused GELU + Quantize step: the same checks as the two steps it replaces.
+  struct Bad {
+    UnaryQuantizeStepParams p;
+    const char* message;
+  };
+  const int64_t gelu = static_cast<int64_t>(UnaryOp::kGelu);
+  const Bad cases[] = {
+      {{{gelu, 0, 0}, {0.0f, 0}}, "scale 0 is not a positive finite number"},
+      {{{gelu, 0, 0}, {0.1f, 200}}, "zero point 200 is outside [-128, 127]"},
+      {{{gelu + 1, 0, 0}, {0.1f, 0}}, "unknown unary op"},
+  };
+  for (const Bad& bad : cases) {
+    PlanBuilder b(1, 2);
+    const int32_t x = b.Input("x", kF32, {-1, 6});
+    const int32_t y = b.Output("y", DType::kInt8, {-1, 6});
+    b.Step(StepKind::kUnaryQuantize, "gelu", {x}, {y}, bad.p);
+    const absl::Status s = CreateError(b.plan());
+    EXPECT_NE(s.message().find(bad.message), std::string::npos) << s;
+  }
+}
+
 TEST(EngineSequenceStepsTest, AttentionRefusesAShortMaskWithADynamicAxis) {
   // [N, 7]: its leading axis would stand for Q's rows, not the batch.
   PlanBuilder b(1, 8);
