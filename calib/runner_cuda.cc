@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/lowering.h"
 #include "backend_cuda/kernels/observer_collect.h"
@@ -29,10 +30,12 @@ absl::StatusOr<CalibrationRun> RunCalibrationCuda(const ir::Graph& graph, Datase
   lower.batch_max = batch;
   absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(graph, passes::QuantDecision{}, lower);
   if (!plan.ok()) {
-    return absl::UnimplementedError(
-        absl::StrCat("the model cannot run on the CUDA runtime for "
-                     "calibration (",
-                     plan.status().message(), "); use --device cpu"));
+    // A dynamic extent other than the batch: qcc calibrate --shape fixes it, as for compile.
+    const bool extents = absl::StrContains(plan.status().message(), "dynamic extent");
+    return absl::UnimplementedError(absl::StrCat(
+        "the model cannot run on the CUDA runtime for calibration (", plan.status().message(),
+        extents ? "); pass qcc calibrate the same --shape, or use --device cpu"
+                : "); use --device cpu"));
   }
   // Observed tensor name -> observer id; then buffer id -> observer id.
   std::map<std::string, int> observer_of;
@@ -47,8 +50,15 @@ absl::StatusOr<CalibrationRun> RunCalibrationCuda(const ir::Graph& graph, Datase
       buffer_observer[b] = it->second;
     }
   }
+  // Inputs are observed on the host, fp16 ones (an fp16 model's) widened as the CPU runner sees
+  // them; the plan's own fp32 copy of such an input is a buffer of another name.
   for (size_t i = 0; i < plan->inputs.size(); ++i) {
-    input_observer[i] = buffer_observer[plan->inputs[i].buffer];
+    const runtime::PlanBuffer& buffer = plan->buffers[plan->inputs[i].buffer];
+    auto it = observer_of.find(buffer.name);
+    if (it != observer_of.end() &&
+        (buffer.dtype == DType::kFloat32 || buffer.dtype == DType::kFloat16)) {
+      input_observer[i] = it->second;
+    }
   }
   QCC_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::CudaEngine> engine,
                        runtime::CudaEngine::Create(*std::move(plan)));
@@ -75,8 +85,12 @@ absl::StatusOr<CalibrationRun> RunCalibrationCuda(const ir::Graph& graph, Datase
   std::vector<bool> filled;
   auto run_batch = [&](const std::vector<Tensor>& inputs) -> absl::Status {
     for (size_t i = 0; i < inputs.size() && i < input_observer.size(); ++i) {
-      if (input_observer[i] >= 0 && inputs[i].dtype() == DType::kFloat32) {
+      if (input_observer[i] < 0) continue;
+      if (inputs[i].dtype() == DType::kFloat32) {
         stats[input_observer[i]].Add(inputs[i].data<float>(), inputs[i].numel());
+      } else if (inputs[i].dtype() == DType::kFloat16) {
+        const Tensor wide = CastTensor(inputs[i], DType::kFloat32);
+        stats[input_observer[i]].Add(wide.data<float>(), wide.numel());
       }
     }
     QCC_RETURN_IF_ERROR(context->Run(inputs).status());

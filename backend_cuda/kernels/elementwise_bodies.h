@@ -188,6 +188,10 @@ QCC_HOST_DEVICE inline float UnaryValue(int32_t op, float alpha, float beta, flo
       return TanhF32(v);
     case kUnaryHardSigmoid: {
       const float t = alpha * v + beta;
+      // NaN gives 1, as std::min(1, t) and then std::max(0, .) do on the host. Said first:
+      // the device build gave 0 for NaN on an H200 although its PTX keeps min then max (most
+      // likely ptxas made the clamp a saturating instruction, which flushes NaN to 0).
+      if (t != t) return 1.0f;
       const float m = t < 1.0f ? t : 1.0f;  // std::min(1, t)
       return 0.0f < m ? m : 0.0f;           // std::max(0, m)
     }
