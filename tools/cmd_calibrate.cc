@@ -145,7 +145,9 @@ absl::Status CalibrateCommand(const CalibrateOptions& options) {
       options.output.empty() ? DefaultTablePath(options.model) : options.output;
 
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(options.model));
+  // The table belongs to the model file: its fingerprint is taken before --shape.
   const std::string fingerprint = ir::Fingerprint(*graph);
+  QCC_RETURN_IF_ERROR(ApplyShapes(options.shapes, *graph));
   QCC_ASSIGN_OR_RETURN(calib::PreprocessSpec spec,
                        ChoosePreprocessing(options.preprocess, options.data, *graph));
   QCC_RETURN_IF_ERROR(calib::InstrumentForCalibration(*graph).status());

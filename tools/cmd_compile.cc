@@ -62,41 +62,6 @@ absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_
   return absl::OkStatus();
 }
 
-/// Applies --shape NAME=D0,D1,... (a D of N keeps the input's batch extent) and re-infers.
-absl::Status ApplyShapes(const std::vector<std::string>& shapes, ir::Graph& graph) {
-  for (const std::string& arg : shapes) {
-    QCC_ASSIGN_OR_RETURN(auto name_value, SplitNameValue(arg, "--shape"));
-    ir::Value* input = nullptr;
-    for (ir::Value* v : graph.inputs()) {
-      if (v->name() == name_value.first) input = v;
-    }
-    if (input == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--shape '", arg, "': the model has no input '", name_value.first,
-                       "'; its inputs: ", InputNameList(graph)));
-    }
-    const std::vector<ir::Dim>* old = input->type().dims ? &*input->type().dims : nullptr;
-    std::vector<ir::Dim> dims;
-    for (absl::string_view d : absl::StrSplit(name_value.second, ',')) {
-      int64_t v = 0;
-      if (d == "N" && old != nullptr && dims.size() < old->size()) {
-        dims.push_back((*old)[dims.size()]);
-      } else if (absl::SimpleAtoi(d, &v) && v >= 0) {
-        dims.push_back(v);
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--shape '", arg, "': extents are integers or N (the batch), e.g. x=N,3,48,192"));
-      }
-    }
-    if (old != nullptr && old->size() != dims.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--shape '", arg, "': input '", input->name(), "' has rank ", old->size()));
-    }
-    input->set_type(ir::TensorType(input->dtype(), dims));
-  }
-  return shapes.empty() ? absl::OkStatus() : ir::InferShapes(graph);
-}
-
 }  // namespace
 
 absl::Status CompileCommand(const CompileOptions& options) {

@@ -47,8 +47,9 @@ struct CalibrateOptions {
   std::string method = "mse";
   std::string device = "auto";
   int threads = 0;
-  std::string max_memory;          // --max-memory: "8G", "512M" (empty: the machine's memory)
-  std::vector<std::string> merge;  // tables to combine into `output` instead of calibrating
+  std::string max_memory;           // --max-memory: "8G", "512M" (empty: the machine's memory)
+  std::vector<std::string> shapes;  // --shape NAME=N,D1,...: fix other dynamic extents (GPU runs)
+  std::vector<std::string> merge;   // tables to combine into `output` instead of calibrating
 };
 
 /// `qcc calibrate`: streams the data through the fused model with observers and writes the

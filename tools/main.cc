@@ -199,6 +199,13 @@ int Main(int argc, char** argv) {
                    "Most memory the model's tensors may take at once, e.g. 8G or 512M (default: "
                    "the machine's memory); a model asking for more is an error, not a crash")
       ->type_name("BYTES");
+  calibrate_cmd
+      ->add_option("--shape", calibrate.shapes,
+                   "Fix an input's other dynamic extents, N keeping the batch (repeatable; the "
+                   "GPU runs plans, which need them)")
+      ->type_name("NAME=N,D1,...")
+      ->check(NameEqualsValue("--shape x=N,3,48,192"))
+      ->allow_extra_args(false);
   calibrate_cmd->add_option("--threads", calibrate.threads, "CPU threads (0: every core)")
       ->check(CLI::Range(0, 4096));
   calibrate_cmd

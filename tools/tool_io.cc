@@ -12,8 +12,10 @@
 #include "absl/strings/str_split.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_proto.h"
+#include "ir/shape_inference.h"
 #include "support/memory.h"
 #include "support/npy.h"
+#include "support/status.h"
 
 namespace qcc::tools {
 
@@ -144,6 +146,40 @@ std::string OneLine(absl::string_view message) {
   }
   while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
   return out;
+}
+
+absl::Status ApplyShapes(const std::vector<std::string>& shapes, ir::Graph& graph) {
+  for (const std::string& arg : shapes) {
+    QCC_ASSIGN_OR_RETURN(auto name_value, SplitNameValue(arg, "--shape"));
+    ir::Value* input = nullptr;
+    for (ir::Value* v : graph.inputs()) {
+      if (v->name() == name_value.first) input = v;
+    }
+    if (input == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape '", arg, "': the model has no input '", name_value.first,
+                       "'; its inputs: ", InputNameList(graph)));
+    }
+    const std::vector<ir::Dim>* old = input->type().dims ? &*input->type().dims : nullptr;
+    std::vector<ir::Dim> dims;
+    for (absl::string_view d : absl::StrSplit(name_value.second, ',')) {
+      int64_t v = 0;
+      if (d == "N" && old != nullptr && dims.size() < old->size()) {
+        dims.push_back((*old)[dims.size()]);
+      } else if (absl::SimpleAtoi(d, &v) && v >= 0) {
+        dims.push_back(v);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--shape '", arg, "': extents are integers or N (the batch), e.g. x=N,3,48,192"));
+      }
+    }
+    if (old != nullptr && old->size() != dims.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape '", arg, "': input '", input->name(), "' has rank ", old->size()));
+    }
+    input->set_type(ir::TensorType(input->dtype(), dims));
+  }
+  return shapes.empty() ? absl::OkStatus() : ir::InferShapes(graph);
 }
 
 }  // namespace qcc::tools

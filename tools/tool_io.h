@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,6 +46,10 @@ absl::StatusOr<int64_t> ParseMaxMemory(const std::string& text);
 
 /// Parses --shard "i/N" (0 <= i < N): every N-th sample from the i-th on.
 absl::Status ParseShard(absl::string_view text, int* index, int* count);
+
+/// Applies --shape NAME=D0,D1,... (a D of N keeps the input's batch extent) to the graph's
+/// inputs and re-infers shapes (qcc compile and qcc calibrate).
+absl::Status ApplyShapes(const std::vector<std::string>& shapes, ir::Graph& graph);
 
 /// The graph input names, quoted and comma separated: "'a', 'b'".
 std::string InputNameList(const ir::Graph& graph);

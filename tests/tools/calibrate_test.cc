@@ -281,6 +281,44 @@ TEST_F(CalibrateTest, TruncatedOrEditedTablesAreClearErrors) {
   EXPECT_FALSE(fs::exists(Path("m.json")));
 }
 
+// --shape fixes an input's other dynamic extents, as for qcc compile: the GPU runs plans, which
+// need them (ppocr-cls-mbv3's x [N,3,H,W]). The table still belongs to the model file.
+TEST_F(CalibrateTest, ShapeFixesOtherDynamicExtentsAndTheTableFitsTheModelFile) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(OneNodeModel("Relu", {{"x", {-1, -1}}}, {{"y", {-1, -1}}})));
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_param("W");
+  m.mutable_graph()
+      ->mutable_output(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_param("W");
+  const std::string model = WriteBytes("relu_w.onnx", m.SerializeAsString());
+  ReluModelWithData("data", {1, -2, 3, 4, -5, 6, 7, 8});
+  const QccResult calibrated =
+      Qcc({"calibrate", model, Path("data"), "--shape", "x=N,4", "-o", Path("t.json")});
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("calibrated 2 samples"), std::string::npos) << calibrated.out;
+  const QccResult compiled = Qcc({"compile", model, "--int8", "--calib", Path("t.json"), "--shape",
+                                  "x=N,4", "-o", Path("t.plan")});
+  EXPECT_EQ(compiled.exit_code, 0) << compiled.err;
+  // Errors name the flag and write no table.
+  ExpectOneLineError(
+      Qcc({"calibrate", model, Path("data"), "--shape", "y=N,4", "-o", Path("bad.json")}),
+      {"--shape 'y=N,4'", "no input 'y'", "'x'"}, 1);
+  ExpectOneLineError(
+      Qcc({"calibrate", model, Path("data"), "--shape", "x=N", "-o", Path("bad.json")}),
+      {"--shape 'x=N'", "rank 2"}, 1);
+  EXPECT_FALSE(fs::exists(Path("bad.json")));
+}
+
 TEST_F(CalibrateTest, BadFlagsAndPathsAreOneLineErrors) {
   const std::string model = ReluModelWithData("data", {1, 2, 3, 4});
   ExpectOneLineError(Qcc({"calibrate", model, Path("data"), "--shard", "3/3"}), {"--shard"}, 1);
