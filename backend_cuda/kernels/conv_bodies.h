@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "backend_cuda/kernels/index_math.h"
 #include "support/float16.h"
 #include "support/quantize.h"
 
@@ -31,10 +32,10 @@ struct ConvDims {
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t group = 1;
 
-  QCC_HOST_DEVICE int64_t c_per_group() const { return c / group; }
-  QCC_HOST_DEVICE int64_t k_per_group() const { return k / group; }
+  QCC_HOST_DEVICE int64_t c_per_group() const { return IndexDiv(c, group); }
+  QCC_HOST_DEVICE int64_t k_per_group() const { return IndexDiv(k, group); }
   /// Reduction length of one output: C/group * R * S.
-  QCC_HOST_DEVICE int64_t kred() const { return c / group * r * s; }
+  QCC_HOST_DEVICE int64_t kred() const { return c_per_group() * r * s; }
   /// Output positions of all images: N * OH * OW (the GEMM's n).
   QCC_HOST_DEVICE int64_t npix() const { return n * oh * ow; }
 };
@@ -48,14 +49,12 @@ namespace internal {
 /// when that tap falls in the padding. Column order is the weights' (c, r, s).
 QCC_HOST_DEVICE inline int64_t Im2colSource(const ConvDims& d, int64_t g, int64_t pix,
                                             int64_t col) {
-  const int64_t s = col % d.s;
-  const int64_t cr = col / d.s;
-  const int64_t r = cr % d.r;
-  const int64_t c = cr / d.r;
-  const int64_t ox = pix % d.ow;
-  const int64_t t = pix / d.ow;
-  const int64_t oy = t % d.oh;
-  const int64_t img = t / d.oh;
+  const QuotRem col_s = DivRem(col, d.s);
+  const QuotRem cr = DivRem(col_s.quot, d.r);
+  const int64_t s = col_s.rem, r = cr.rem, c = cr.quot;
+  const QuotRem pix_ox = DivRem(pix, d.ow);
+  const QuotRem t = DivRem(pix_ox.quot, d.oh);
+  const int64_t ox = pix_ox.rem, oy = t.rem, img = t.quot;
   const int64_t iy = oy * d.stride_h - d.pad_top + r * d.dilation_h;
   const int64_t ix = ox * d.stride_w - d.pad_left + s * d.dilation_w;
   if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w) return -1;
@@ -72,12 +71,13 @@ QCC_HOST_DEVICE inline float Activate(float v, float lo, float hi, float slope) 
 /// The NCHW output element at offset i = ((img * K + k) * OH + oy) * OW + ox.
 struct ConvOutputPosition {
   QCC_HOST_DEVICE ConvOutputPosition(const ConvDims& d, int64_t i) {
-    ox = i % d.ow;
-    int64_t t = i / d.ow;
-    oy = t % d.oh;
-    t /= d.oh;
-    k = t % d.k;
-    img = t / d.k;
+    const QuotRem x = DivRem(i, d.ow);
+    const QuotRem y = DivRem(x.quot, d.oh);
+    const QuotRem kk = DivRem(y.quot, d.k);
+    ox = x.rem;
+    oy = y.rem;
+    k = kk.rem;
+    img = kk.quot;
   }
   int64_t img, k, oy, ox;
 };
@@ -115,12 +115,12 @@ struct Im2colConvert<float, uint16_t> {
 template <typename In, typename Out>
 struct Im2colOf {
   static QCC_HOST_DEVICE void Run(const Im2colArgsOf<In, Out>& a, int64_t i) {
-    const int64_t col = i % a.kred_pad;
-    const int64_t t = i / a.kred_pad;
-    const int64_t npix = a.d.npix();
+    const QuotRem t = DivRem(i, a.kred_pad);
+    const int64_t col = t.rem;
     Out v = 0;
     if (col < a.d.kred()) {
-      const int64_t src = internal::Im2colSource(a.d, t / npix, t % npix, col);
+      const QuotRem g_pix = DivRem(t.quot, a.d.npix());
+      const int64_t src = internal::Im2colSource(a.d, g_pix.quot, g_pix.rem, col);
       v = src < 0 ? static_cast<Out>(a.pad_value) : internal::Im2colConvert<In, Out>::Of(a.x[src]);
     }
     a.b[i] = v;
@@ -151,8 +151,8 @@ struct PadRowsInt8Args {
 };
 struct PadRowsInt8 {
   static QCC_HOST_DEVICE void Run(const PadRowsInt8Args& a, int64_t i) {
-    const int64_t col = i % a.cols_pad;
-    const int64_t row = i / a.cols_pad;
+    const QuotRem rc = DivRem(i, a.cols_pad);
+    const int64_t col = rc.rem, row = rc.quot;
     a.out[i] = col < a.cols ? a.x[row * a.cols + col] : int8_t{0};
   }
 };
@@ -165,8 +165,8 @@ struct PadRowsFloatToHalfArgs {
 };
 struct PadRowsFloatToHalf {
   static QCC_HOST_DEVICE void Run(const PadRowsFloatToHalfArgs& a, int64_t i) {
-    const int64_t col = i % a.cols_pad;
-    const int64_t row = i / a.cols_pad;
+    const QuotRem rc = DivRem(i, a.cols_pad);
+    const int64_t col = rc.rem, row = rc.quot;
     a.out[i] = col < a.cols ? FloatToHalf(a.x[row * a.cols + col]) : uint16_t{0};
   }
 };
@@ -192,12 +192,11 @@ struct RequantEpilogueArgs {
 };
 struct RequantEpilogue {
   static QCC_HOST_DEVICE void Run(const RequantEpilogueArgs& a, int64_t i) {
-    const int64_t p = i % a.spatial;
-    const int64_t t = i / a.spatial;
-    const int64_t k = t % a.channels;
-    const int64_t img = t / a.channels;
-    const int64_t kg = a.channels / a.groups;
-    const int64_t g = k / kg;
+    const QuotRem t = DivRem(i, a.spatial);
+    const QuotRem img_k = DivRem(t.quot, a.channels);
+    const int64_t p = t.rem, k = img_k.rem, img = img_k.quot;
+    const int64_t kg = IndexDiv(a.channels, a.groups);
+    const int64_t g = IndexDiv(k, kg);
     const int32_t acc = a.acc[g * a.stride_c + (img * a.spatial + p) * a.ldc + (k - g * kg)];
     const uint32_t sum =
         static_cast<uint32_t>(acc) + static_cast<uint32_t>(a.bias != nullptr ? a.bias[k] : 0);
@@ -220,12 +219,11 @@ struct FloatEpilogueArgs {
 };
 struct FloatEpilogue {
   static QCC_HOST_DEVICE void Run(const FloatEpilogueArgs& a, int64_t i) {
-    const int64_t p = i % a.spatial;
-    const int64_t t = i / a.spatial;
-    const int64_t k = t % a.channels;
-    const int64_t img = t / a.channels;
-    const int64_t kg = a.channels / a.groups;
-    const int64_t g = k / kg;
+    const QuotRem t = DivRem(i, a.spatial);
+    const QuotRem img_k = DivRem(t.quot, a.channels);
+    const int64_t p = t.rem, k = img_k.rem, img = img_k.quot;
+    const int64_t kg = IndexDiv(a.channels, a.groups);
+    const int64_t g = IndexDiv(k, kg);
     float v = a.acc[g * a.stride_c + (img * a.spatial + p) * a.ldc + (k - g * kg)];
     if (a.bias != nullptr) v = v + a.bias[k];
     v = internal::Activate(v, a.lo, a.hi, a.negative_slope);
@@ -255,8 +253,8 @@ struct GemmEpilogueF32Args {
 };
 struct GemmEpilogueF32 {
   static QCC_HOST_DEVICE void Run(const GemmEpilogueF32Args& a, int64_t i) {
-    const int64_t j = i % a.cols;
-    const int64_t r = i / a.cols;
+    const QuotRem rj = DivRem(i, a.cols);
+    const int64_t j = rj.rem, r = rj.quot;
     float v = a.acc[r * a.ldc + j];
     if (a.c != nullptr) v = v + a.beta * a.c[r * a.c_row_stride + j * a.c_col_stride];
     a.y[i] = internal::Activate(v, a.lo, a.hi, a.negative_slope);
@@ -284,7 +282,7 @@ struct DirectQConv {
     const internal::ConvOutputPosition o(d, i);
     const int64_t ox = o.ox, oy = o.oy, k = o.k, img = o.img;
     const int64_t cg = d.c_per_group();
-    const int64_t g = k / d.k_per_group();
+    const int64_t g = IndexDiv(k, d.k_per_group());
     const int8_t* wk = a.w + k * cg * d.r * d.s;
     uint32_t acc = static_cast<uint32_t>(a.bias != nullptr ? a.bias[k] : 0);
     for (int64_t c = 0; c < cg; ++c) {
@@ -322,7 +320,7 @@ struct DirectConv {
     const internal::ConvOutputPosition o(d, i);
     const int64_t ox = o.ox, oy = o.oy, k = o.k, img = o.img;
     const int64_t cg = d.c_per_group();
-    const int64_t g = k / d.k_per_group();
+    const int64_t g = IndexDiv(k, d.k_per_group());
     const float* wk = a.w + k * cg * d.r * d.s;
     float acc = a.bias != nullptr ? a.bias[k] : 0.0f;
     for (int64_t c = 0; c < cg; ++c) {

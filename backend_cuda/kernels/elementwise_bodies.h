@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "backend_cuda/kernels/index_math.h"
 #include "support/fast_math.h"
 #include "support/float16.h"
 #include "support/quantize.h"
@@ -273,8 +274,9 @@ struct BinaryBody {
   static QCC_HOST_DEVICE void Run(const BinaryArgs& p, int64_t i) {
     int64_t ia = 0, ib = 0, rest = i;
     for (int k = p.rank - 1; k >= 0; --k) {
-      const int64_t c = rest % p.out_dims[k];
-      rest /= p.out_dims[k];
+      const QuotRem q = DivRem(rest, p.out_dims[k]);
+      const int64_t c = q.rem;
+      rest = q.quot;
       ia += c * p.a_strides[k];
       ib += c * p.b_strides[k];
     }
@@ -290,8 +292,8 @@ struct BinaryBody {
 /// into the same positions of y, looping along the row inside the body. x and y must not alias.
 /// Bit-identical to backend_cpu's Softmax<float>: with inner == 1 the row max (exact, so in any
 /// order), the sum of exps in double over eight partial sums added in SoftmaxRow's order, and
-/// the exps times the sum's reciprocal, as SoftmaxRow does; with inner > 1 the max is sequential and the sum a sequential float sum,
-/// as SoftmaxBlock does.
+/// the exps times the sum's reciprocal, as SoftmaxRow does; with inner > 1 the max is sequential
+/// and the sum a sequential float sum, as SoftmaxBlock does.
 struct SoftmaxArgs {
   const float* x;
   float* y;
@@ -304,7 +306,8 @@ struct SoftmaxBody {
   static QCC_HOST_DEVICE void Run(const SoftmaxArgs& a, int64_t i) {
     const int64_t n = a.axis_n;
     if (n <= 0) return;
-    const int64_t o = i / a.inner, j = i % a.inner;
+    const QuotRem oj = DivRem(i, a.inner);
+    const int64_t o = oj.quot, j = oj.rem;
     const int64_t base = o * n * a.inner + j;
     const float* x = a.x + base;
     float* y = a.y + base;

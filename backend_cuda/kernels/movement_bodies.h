@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "backend_cuda/kernels/elementwise_bodies.h"  // kMaxBodyRank
+#include "backend_cuda/kernels/index_math.h"
 #include "support/float16.h"
 #include "support/quantize.h"
 
@@ -75,8 +76,9 @@ struct StridedCopyBody {
   static QCC_HOST_DEVICE void Run(const StridedCopyArgs& a, int64_t i) {
     int64_t src = a.in_offset, rest = i;
     for (int k = a.rank - 1; k >= 0; --k) {
-      src += (rest % a.out_dims[k]) * a.in_strides[k];
-      rest /= a.out_dims[k];
+      const QuotRem c = DivRem(rest, a.out_dims[k]);
+      src += c.rem * a.in_strides[k];
+      rest = c.quot;
     }
     CopyElement(a.x, src, a.y, i, a.elem_size);
   }
@@ -158,8 +160,9 @@ struct PadBody {
   static QCC_HOST_DEVICE void Run(const PadArgs& a, int64_t i) {
     int64_t src = 0, stride = 1, rest = i;
     for (int k = a.rank - 1; k >= 0; --k) {
-      const int64_t c = rest % a.out_dims[k] - a.pad_begin[k];
-      rest /= a.out_dims[k];
+      const QuotRem q = DivRem(rest, a.out_dims[k]);
+      const int64_t c = q.rem - a.pad_begin[k];
+      rest = q.quot;
       if (c < 0 || c >= a.in_dims[k]) {
         StoreElementBits(a.y, i, a.fill_bits, a.elem_size);
         return;
@@ -203,7 +206,8 @@ struct ConcatArgs {
 };
 struct ConcatBody {
   static QCC_HOST_DEVICE void Run(const ConcatArgs& a, int64_t i) {
-    const int64_t o = i / a.chunk, j = i % a.chunk;
+    const QuotRem oj = DivRem(i, a.chunk);
+    const int64_t o = oj.quot, j = oj.rem;
     CopyElement(a.x, i, a.y, o * a.out_row + a.offset + j, a.elem_size);
   }
 };
@@ -224,7 +228,8 @@ struct QConcatArgs {
 };
 struct QConcatBody {
   static QCC_HOST_DEVICE void Run(const QConcatArgs& a, int64_t i) {
-    const int64_t o = i / a.chunk, j = i % a.chunk;
+    const QuotRem oj = DivRem(i, a.chunk);
+    const int64_t o = oj.quot, j = oj.rem;
     const int8_t v = a.x[i];
     a.y[o * a.out_row + a.offset + j] =
         (a.multiplier == 1.0f && a.zp_in == a.zp_out)
@@ -247,18 +252,18 @@ struct LayoutArgs {
 struct NchwToNhwcBody {
   static QCC_HOST_DEVICE void Run(const LayoutArgs& a, int64_t i) {
     // i = ((b * h + p) * w + q) * c + ch
-    const int64_t ch = i % a.c;
-    const int64_t hw = (i / a.c) % (a.h * a.w);
-    const int64_t b = i / (a.c * a.h * a.w);
+    const QuotRem t = DivRem(i, a.c);
+    const QuotRem b_hw = DivRem(t.quot, a.h * a.w);
+    const int64_t ch = t.rem, hw = b_hw.rem, b = b_hw.quot;
     CopyElement(a.x, (b * a.c + ch) * (a.h * a.w) + hw, a.y, i, a.elem_size);
   }
 };
 struct NhwcToNchwBody {
   static QCC_HOST_DEVICE void Run(const LayoutArgs& a, int64_t i) {
     // i = ((b * c + ch) * h + p) * w + q
-    const int64_t hw = i % (a.h * a.w);
-    const int64_t ch = (i / (a.h * a.w)) % a.c;
-    const int64_t b = i / (a.c * a.h * a.w);
+    const QuotRem t = DivRem(i, a.h * a.w);
+    const QuotRem b_ch = DivRem(t.quot, a.c);
+    const int64_t hw = t.rem, ch = b_ch.rem, b = b_ch.quot;
     CopyElement(a.x, (b * a.h * a.w + hw) * a.c + ch, a.y, i, a.elem_size);
   }
 };

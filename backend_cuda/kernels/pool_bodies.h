@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "backend_cuda/kernels/index_math.h"
 #include "support/float16.h"
 #include "support/quantize.h"
 
@@ -50,9 +51,11 @@ struct PoolTaps {
 QCC_HOST_DEVICE inline PoolTaps PoolTapsAt(const PoolWindow& g, int64_t i) {
   PoolTaps t;
   const int64_t out_sp = g.out_h * g.out_w;
-  t.plane = i / out_sp;
-  t.o = i % out_sp;
-  const int64_t oy = t.o / g.out_w, ox = t.o % g.out_w;
+  const QuotRem plane_o = DivRem(i, out_sp);
+  t.plane = plane_o.quot;
+  t.o = plane_o.rem;
+  const QuotRem y_x = DivRem(t.o, g.out_w);
+  const int64_t oy = y_x.quot, ox = y_x.rem;
   t.sy = oy * g.stride_h - g.pad_top;
   t.sx = ox * g.stride_w - g.pad_left;
   PoolTapRange(t.sy, g.dilation_h, g.kernel_h, 0, g.in_h, &t.ky0, &t.ky1);
