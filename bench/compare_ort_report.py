@@ -212,16 +212,24 @@ def svg(results):
 TRANSFORMERS_MARK = "<!-- transformers: bench/transformer_vs_ort.py -->"
 
 
+# Where the GPU section (written by hand from a scripts/gpu-check run on a GPU machine) starts:
+# compare-ort runs on the CPU and always keeps it.
+GPU_MARK = "<!-- gpu: scripts/gpu-check -->"
+
+
 def full_markdown(results, old=""):
-    """benchmarks.md: the image models' part and the transformer section; a part this run did
-    not measure is kept from `old` (the file as it was)."""
+    """benchmarks.md: the image models' part, the transformer section and the GPU section; a
+    part this run did not measure is kept from `old` (the file as it was)."""
     import transformer_vs_ort  # noqa: PLC0415
 
+    old, _, old_gpu = old.partition(GPU_MARK)
     old_images, _, old_transformers = old.partition(TRANSFORMERS_MARK)
     images = markdown(results) if results["models"] else old_images.rstrip("\n") + "\n"
     transformers = (transformer_vs_ort.markdown(results["transformers"])
-                    if "transformers" in results else old_transformers.lstrip("\n"))
-    return images + (f"\n{TRANSFORMERS_MARK}\n{transformers}" if transformers else "")
+                    if "transformers" in results else old_transformers.strip("\n") + "\n")
+    text = images + (f"\n{TRANSFORMERS_MARK}\n{transformers}" if transformers.strip() else "")
+    gpu = old_gpu.strip("\n")
+    return text + (f"\n{GPU_MARK}\n{gpu}\n" if gpu else "")
 
 
 def write(results, docs):
