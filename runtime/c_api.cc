@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/engine.h"
 #include "runtime/plan.h"
+#include "runtime/plan_format.h"
 #include "runtime/qcc_runtime.h"
 
 struct qcc_engine {
@@ -88,6 +89,14 @@ const TensorInfo* Info(const qcc_engine* engine, int32_t index, bool output) {
 }  // namespace
 
 extern "C" {
+
+int32_t qcc_api_version(void) { return QCC_API_VERSION; }
+
+const char* qcc_version(void) { return QCC_VERSION; }
+
+int32_t qcc_plan_format_version(void) {
+  return static_cast<int32_t>(qcc::runtime::kPlanFormatVersion);
+}
 
 const char* qcc_last_error(void) { return last_error.c_str(); }
 

@@ -61,6 +61,17 @@ typedef enum qcc_dtype {
 typedef struct qcc_engine qcc_engine;
 typedef struct qcc_context qcc_context;
 
+/** The version of this C API, raised whenever a declaration here changes meaning. A program
+ *  compares the QCC_API_VERSION it was built with against qcc_api_version() of the library it
+ *  runs with; they differ when the two do not match. */
+#define QCC_API_VERSION 1
+int32_t qcc_api_version(void);
+/** The qcc release the library was built from, as `qcc --version` prints it ("0.1.0"). */
+const char* qcc_version(void);
+/** The plan file format version this runtime reads; it refuses plans of any other version
+ *  (written by another qcc release): compile them again with this release. */
+int32_t qcc_plan_format_version(void);
+
 /** The message of the calling thread's last failed call ("" when none); valid until its next
  *  failing call. */
 const char* qcc_last_error(void);

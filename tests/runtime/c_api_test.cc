@@ -146,6 +146,17 @@ TEST_F(CApiTest, BadPathsAndFilesGiveAStatusAndAMessage) {
   qcc_context_free(nullptr);
 }
 
+// An embedder checks, at run time, that the library it loaded is the one it was built against,
+// which release it is, and which plan files it reads.
+TEST_F(CApiTest, VersionsNameTheApiTheReleaseAndThePlanFormat) {
+  const std::string error_before = qcc_last_error();
+  EXPECT_EQ(qcc_api_version(), QCC_API_VERSION);
+  EXPECT_THAT(qcc_version(), ::testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+"));
+  EXPECT_EQ(qcc_plan_format_version(), static_cast<int32_t>(kPlanFormatVersion));
+  // The queries never fail: the thread's last error stays as it was.
+  EXPECT_EQ(qcc_last_error(), error_before);
+}
+
 TEST_F(CApiTest, AContextOutlivesItsEngineHandle) {
   qcc_engine_free(engine_);
   engine_ = nullptr;
