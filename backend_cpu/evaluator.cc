@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/qelementwise.h"  // ConvertF16ToF32, ConvertF32ToF16
 #include "ir/printer.h"
 #include "ir/shape_inference.h"
 #include "support/memory.h"
@@ -21,6 +22,40 @@ std::vector<const ir::Node*> UnsupportedNodes(const ir::Graph& graph) {
     if (DefaultOpRegistry().Find(n->kind()) == nullptr) missing.push_back(n.get());
   }
   return missing;
+}
+
+namespace {
+
+/// `t` (fp16 or bf16) as fp32: fp16 through the vector kernel (HalfToFloat's values exactly).
+Tensor WidenToF32(const Tensor& t, int num_threads) {
+  if (t.dtype() != DType::kFloat16) return CastTensor(t, DType::kFloat32);
+  Tensor out(DType::kFloat32, t.dims());
+  ConvertF16ToF32(t.numel(), t.data<uint16_t>(), out.data<float>(), num_threads);
+  return out;
+}
+
+/// fp32 `t` as `to`: fp16 through the vector kernel (FloatToHalf's values exactly).
+Tensor NarrowFromF32(const Tensor& t, DType to, int num_threads) {
+  if (t.dtype() != DType::kFloat32 || to != DType::kFloat16) return CastTensor(t, to);
+  Tensor out(DType::kFloat16, t.dims());
+  ConvertF32ToF16(t.numel(), t.data<float>(), out.data<uint16_t>(), num_threads);
+  return out;
+}
+
+}  // namespace
+
+Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
+    : graph_(graph), options_(options), arena_(std::make_unique<internal::EvalArena>()) {
+  for (const auto& node : graph_.nodes()) {
+    const OpEntry* entry = registry_.Find(node->kind());
+    if (entry == nullptr || entry->float_policy != FloatPolicy::kComputeInF32) continue;
+    for (const ir::Value* v : node->inputs()) {
+      const Tensor* c = v != nullptr ? v->constant() : nullptr;
+      if (c != nullptr && IsReducedFloat(c->dtype()) && !widened_constants_.contains(v)) {
+        widened_constants_.emplace(v, WidenToF32(*c, options_.num_threads));
+      }
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& graph,
@@ -151,8 +186,11 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     QCC_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types,
                          ir::InferNode(*node, in_types, in_values));
     if (upcast) {
-      for (Tensor& t : in) {
-        if (IsReducedFloat(t.dtype())) t = CastTensor(t, DType::kFloat32);
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!IsReducedFloat(in[i].dtype())) continue;
+        auto widened = widened_constants_.find(node->input(static_cast<int>(i)));
+        in[i] = widened != widened_constants_.end() ? widened->second
+                                                    : WidenToF32(in[i], options_.num_threads);
       }
     }
     std::vector<Tensor> out;
@@ -187,7 +225,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
                   options_.on_observe ? &options_.on_observe : nullptr};
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].dtype() != out_types[i].dtype) out[i] = CastTensor(out[i], out_types[i].dtype);
+      if (out[i].dtype() != out_types[i].dtype) {
+        out[i] = NarrowFromF32(out[i], out_types[i].dtype, options_.num_threads);
+      }
       const ir::Value* v = node->output(static_cast<int>(i));
       if (options_.on_value) options_.on_value(*v, out[i]);
       if (remaining[v] > 0) live[v] = std::move(out[i]);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "backend_cpu/eval_arena.h"
@@ -49,14 +50,16 @@ class Evaluator {
   EvalMemoryStats last_run_memory() const { return arena_->last_stats(); }
 
  private:
-  Evaluator(const ir::Graph& graph, EvalOptions options)
-      : graph_(graph), options_(options), arena_(std::make_unique<internal::EvalArena>()) {}
+  Evaluator(const ir::Graph& graph, EvalOptions options);
   absl::Status CheckInputs(absl::Span<const Tensor> inputs) const;
 
   const ir::Graph& graph_;
   EvalOptions options_;
   const OpRegistry& registry_ = DefaultOpRegistry();
   std::unique_ptr<internal::EvalArena> arena_;
+  /// fp32 copies of the fp16/bf16 constants that ops computing in fp32 read (an fp16 model's
+  /// weights), made once here instead of on every run.
+  absl::flat_hash_map<const ir::Value*, Tensor> widened_constants_;
 };
 
 /// Lists the nodes of `graph` whose op has no CPU kernel (empty when all are supported).
