@@ -1,8 +1,14 @@
 // MaxPool, AveragePool and the global pools against hand values and naive loops written here.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <cstdint>
 #include <limits>
+#include <vector>
 
+#include "backend_cpu/kernels/pool.h"
+#include "support/float16.h"  // BitCast
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
@@ -262,6 +268,48 @@ TEST(NnPoolTest, RejectsBadAttributes) {
   y = RunSingleOp(ir::OpKind::kMaxPool, wrong_rank, {{x}});
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().message().find("spatial axes"), absl::string_view::npos) << y.status();
+}
+
+// MaxPoolF32 without indices (the evaluator's case) takes its own loop: the same values bit for
+// bit as with indices, whose loop states the contract (the first tap, then any greater one), on
+// NaNs, zeros of both signs, ties, padding, dilation and windows hanging past the end.
+TEST(MaxPoolF32Kernel, WithoutIndicesTheSameBitsAsWithThem) {
+  const float kNan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [kernel, stride, dilation, pad] : std::vector<std::array<int64_t, 4>>{
+           {3, 2, 1, 0}, {3, 1, 1, 1}, {2, 2, 2, 1}, {3, 3, 1, 2}}) {
+    cpu::PoolF32Params p;
+    p.planes = 3;
+    p.in = {1, 9, 11};
+    p.kernel = {1, kernel, kernel};
+    p.stride = {1, stride, stride};
+    p.dilation = {1, dilation, dilation};
+    p.pad_begin = {0, pad, pad};
+    p.pad_end = {0, pad + 1, pad + 1};  // the last windows hang past the end (ceil_mode)
+    for (int a = 1; a < 3; ++a) {
+      p.out[a] =
+          (p.in[a] + p.pad_begin[a] + p.pad_end[a] - dilation * (kernel - 1) - 1) / stride + 1;
+    }
+    std::vector<float> x(p.planes * p.in_size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const int k = static_cast<int>((i * 37) % 13);
+      x[i] = k == 0   ? kNan
+             : k == 1 ? -0.0f
+             : k == 2 ? 0.0f
+             : k == 3 ? 2.5f
+                      : 0.25f * static_cast<float>(k) - 1.0f;
+    }
+    std::vector<float> with(p.planes * p.out_size()), without(with.size());
+    std::vector<int64_t> indices(with.size());
+    cpu::MaxPoolF32(p, x.data(), with.data(), indices.data(), false);
+    cpu::MaxPoolF32(p, x.data(), without.data(), nullptr, false);
+    int nans = 0;
+    for (size_t i = 0; i < with.size(); ++i) {
+      nans += std::isnan(with[i]);
+      EXPECT_EQ(BitCast<uint32_t>(with[i]), BitCast<uint32_t>(without[i]))
+          << "kernel " << kernel << " stride " << stride << " output " << i;
+    }
+    EXPECT_GT(nans, 0);  // some window starts at a NaN
+  }
 }
 
 }  // namespace
