@@ -1,10 +1,17 @@
 #include "backend_cpu/kernels/pool.h"
 
+// GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
+// -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <vector>
 
+#include "backend_cpu/kernels/cpu_features.h"
 #include "backend_cpu/kernels/nn_parallel.h"
 
 namespace qcc::cpu {
@@ -64,6 +71,66 @@ void ForEachWindow(const PoolF32Params& p, const WindowTable& table, Fn&& fn) {
 
 constexpr std::array<int64_t, 3> kZero{0, 0, 0};
 
+#define QCC_AVX512_POOL_F32 __attribute__((target("avx512f")))
+
+/// Outputs [ox0, ox1) of one output row of a 2-D max pool (dilation 1, stride 1 or 2) whose
+/// windows lie inside the row in x, 16 at a time: lane j scans the taps of output ox0 + j in
+/// the scalar loop's order, starting from its first tap, and _mm512_max_ps(v, best) is
+/// `v > best ? v : best` (MAXPS returns its second operand on NaN and on equal values), so
+/// every lane gives the scalar loop's bits. Returns the first output it left to the caller.
+/// The taps at `at` of 16 outputs `sx` (1 or 2) apart; for stride 2 the even lanes of 31 floats
+/// (nothing read past the last output's tap).
+QCC_AVX512_POOL_F32 inline __m512 TapsX16(const float* at, int64_t sx, __m512i even) {
+  if (sx == 1) return _mm512_loadu_ps(at);
+  return _mm512_permutex2var_ps(_mm512_loadu_ps(at), even, _mm512_maskz_loadu_ps(0x7fff, at + 16));
+}
+
+QCC_AVX512_POOL_F32 int64_t MaxPoolRowAvx512(const PoolF32Params& p, const float* plane,
+                                             int64_t iy0, int64_t ky_taps, int64_t ox0, int64_t ox1,
+                                             int64_t start_x0, float* y) {
+  const int64_t kw = p.kernel[2], sx = p.stride[2], w = p.in[2];
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  int64_t ox = ox0;
+  for (; ox + 16 <= ox1; ox += 16) {
+    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;  // lane 0's first tap
+    __m512 best = TapsX16(first, sx, even);
+    for (int64_t ky = 0; ky < ky_taps; ++ky) {
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        best = _mm512_max_ps(TapsX16(first + ky * w + kx, sx, even), best);
+      }
+    }
+    _mm512_storeu_ps(y + ox, best);
+  }
+  return ox;
+}
+
+}  // namespace
+
+namespace {
+
+/// The max of one window by the scalar rule (its first tap, then any greater one; the lowest
+/// float for a window with no tap inside x).
+float MaxOfWindow(const PoolF32Params& p, const float* xp, const WindowTable& table, int64_t oz,
+                  int64_t oy, int64_t ox) {
+  const int64_t z0 = table.k0[0][oz], z1 = table.k1[0][oz], y0 = table.k0[1][oy],
+                y1 = table.k1[1][oy], x0 = table.k0[2][ox], x1 = table.k1[2][ox];
+  if (z0 >= z1 || y0 >= y1 || x0 >= x1) return std::numeric_limits<float>::lowest();
+  const int64_t sz = table.start[0][oz], sy = table.start[1][oy], sx = table.start[2][ox];
+  float best = xp[((sz + z0 * p.dilation[0]) * p.in[1] + sy + y0 * p.dilation[1]) * p.in[2] + sx +
+                  x0 * p.dilation[2]];
+  for (int64_t kz = z0; kz < z1; ++kz) {
+    for (int64_t ky = y0; ky < y1; ++ky) {
+      const float* row =
+          xp + ((sz + kz * p.dilation[0]) * p.in[1] + sy + ky * p.dilation[1]) * p.in[2] + sx;
+      for (int64_t kx = x0; kx < x1; ++kx) {
+        const float v = row[kx * p.dilation[2]];
+        best = v > best ? v : best;
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indices,
@@ -71,10 +138,39 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
   const int64_t in_sp = p.in_size(), out_sp = p.out_size();
   const int64_t kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
   const WindowTable table(p, kZero, p.in);
+  const bool fast_rows = Cpu().avx512f && p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 &&
+                         p.dilation[1] == 1 && p.dilation[2] == 1 &&
+                         (p.stride[2] == 1 || p.stride[2] == 2);
   NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* xp = x + plane * in_sp;
       float* yp = y + plane * out_sp;
+      if (indices == nullptr && fast_rows) {
+        // 2-D, dilation 1, stride 1 or 2: the outputs whose windows are whole in x go 16 at a
+        // time (MaxPoolRowAvx512), the rest through the scalar loop below.
+        for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+          float* yr = yp + oy * p.out[2];
+          const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
+          int64_t ox = 0;
+          if (ky0 < ky1) {
+            while (ox < p.out[2] && (table.k0[2][ox] != 0 || table.k1[2][ox] != p.kernel[2])) ++ox;
+            int64_t whole_end = ox;
+            while (whole_end < p.out[2] && table.k0[2][whole_end] == 0 &&
+                   table.k1[2][whole_end] == p.kernel[2]) {
+              ++whole_end;
+            }
+            const int64_t done = MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0, ox,
+                                                  whole_end, table.start[2][ox], yr);
+            for (int64_t o = 0; o < p.out[2]; ++o) {
+              if (o >= ox && o < done) continue;
+              yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            }
+          } else {
+            for (int64_t o = 0; o < p.out[2]; ++o) yr[o] = std::numeric_limits<float>::lowest();
+          }
+        }
+        continue;
+      }
       if (indices == nullptr) {
         // The first tap, then every tap that is greater: the loop below without its index.
         ForEachWindow(p, table, [&](int64_t o, auto& start, auto& k0, auto& k1) {
