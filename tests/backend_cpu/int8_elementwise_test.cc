@@ -306,5 +306,50 @@ TEST(RangeF32Test, MinAndMaxWithZeroSkippingNaNOnAnyThreadCount) {
   EXPECT_EQ(hi, 0.0f);
 }
 
+// QuantizeRowsS8 (AVX-512 where the CPU has it) against the reference, byte for byte: scales,
+// sums, the finite flag and the padding, on rows of zeros, of values under 127 / FLT_MAX, with
+// their maximum at both signs, with NaN or inf, and of lengths with and without a tail.
+TEST(QuantizeRowsS8, SameBytesScalesAndSumsAsTheReference) {
+  const float kInf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int64_t n : {1, 15, 16, 17, 32, 384, 1000}) {
+    const int64_t rows = 8, ld = n + 3, out_n = (n + 63) / 64 * 64;
+    std::vector<float> x(rows * ld);
+    for (float& v : x) v = normal(rng);
+    for (int64_t j = 0; j < n; ++j) {
+      x[0 * ld + j] = 0.0f;                           // a row of zeros
+      x[1 * ld + j] *= 1e-39f;                        // m < 127 / FLT_MAX: quantizes to 0
+      x[5 * ld + j] = static_cast<float>(j % 7) - 3;  // ties at .5 after scaling are possible
+    }
+    x[2 * ld + n - 1] = -1e30f;  // the maximum magnitude, negative
+    x[3 * ld + n / 2] = std::numeric_limits<float>::quiet_NaN();
+    x[4 * ld] = -kInf;
+    for (bool with_sum : {false, true}) {
+      std::vector<int8_t> got(rows * out_n, 99), want(rows * out_n, 99);
+      std::vector<float> got_scale(rows), want_scale(rows);
+      std::vector<int32_t> got_sum(rows, -1), want_sum(rows, -1);
+      const bool got_finite = QuantizeRowsS8(x.data(), rows, n, ld, got.data(), out_n,
+                                             got_scale.data(), with_sum ? got_sum.data() : nullptr);
+      const bool want_finite =
+          QuantizeRowsS8Reference(x.data(), rows, n, ld, want.data(), out_n, want_scale.data(),
+                                  with_sum ? want_sum.data() : nullptr);
+      EXPECT_FALSE(want_finite);
+      EXPECT_EQ(got_finite, want_finite);
+      EXPECT_EQ(got, want) << "n " << n;
+      EXPECT_EQ(0, std::memcmp(got_scale.data(), want_scale.data(), rows * sizeof(float)))
+          << "n " << n;
+      EXPECT_EQ(got_sum, want_sum) << "n " << n;
+    }
+    // The finite rows alone.
+    std::vector<int8_t> got(2 * out_n), want(2 * out_n);
+    std::vector<float> gs(2), ws(2);
+    EXPECT_TRUE(QuantizeRowsS8(x.data() + 5 * ld, 2, n, ld, got.data(), out_n, gs.data(), nullptr));
+    EXPECT_TRUE(QuantizeRowsS8Reference(x.data() + 5 * ld, 2, n, ld, want.data(), out_n, ws.data(),
+                                        nullptr));
+    EXPECT_EQ(got, want) << "n " << n;
+  }
+}
+
 }  // namespace
 }  // namespace qcc::cpu
