@@ -58,7 +58,9 @@ class Evaluator {
   const OpRegistry& registry_ = DefaultOpRegistry();
   std::unique_ptr<internal::EvalArena> arena_;
   /// fp32 copies of the fp16/bf16 constants that ops computing in fp32 read (an fp16 model's
-  /// weights), made once here instead of on every run.
+  /// weights), made once here instead of on every run. They live as long as the evaluator (an
+  /// fp16 model's weights then take three times their bytes) and, like the model's own
+  /// constants, are not counted against EvalOptions::max_memory, which bounds node outputs.
   absl::flat_hash_map<const ir::Value*, Tensor> widened_constants_;
 };
 

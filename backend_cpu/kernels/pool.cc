@@ -138,9 +138,11 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
   const int64_t in_sp = p.in_size(), out_sp = p.out_size();
   const int64_t kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
   const WindowTable table(p, kZero, p.in);
+  // The row code reads depth 0 only: one depth window, and it covers that depth (a pad before
+  // it can leave it empty, which the scalar rule turns into the lowest float).
   const bool fast_rows = Cpu().avx512f && p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 &&
-                         p.dilation[1] == 1 && p.dilation[2] == 1 &&
-                         (p.stride[2] == 1 || p.stride[2] == 2);
+                         table.k0[0][0] < table.k1[0][0] && p.dilation[1] == 1 &&
+                         p.dilation[2] == 1 && (p.stride[2] == 1 || p.stride[2] == 2);
   NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* xp = x + plane * in_sp;
@@ -159,8 +161,10 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
                    table.k1[2][whole_end] == p.kernel[2]) {
               ++whole_end;
             }
-            const int64_t done = MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0, ox,
-                                                  whole_end, table.start[2][ox], yr);
+            const int64_t done = ox < whole_end
+                                     ? MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0,
+                                                        ox, whole_end, table.start[2][ox], yr)
+                                     : ox;
             for (int64_t o = 0; o < p.out[2]; ++o) {
               if (o >= ox && o < done) continue;
               yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);

@@ -312,5 +312,39 @@ TEST(MaxPoolF32Kernel, WithoutIndicesTheSameBitsAsWithThem) {
   }
 }
 
+// Geometries at the edges of the AVX-512 rows: a row in which no window is whole (the kernel is
+// wider than the input), and a depth window that a pad leaves empty (every output is then the
+// lowest float). Again the same bits with and without indices.
+TEST(MaxPoolF32Kernel, EdgeGeometriesWithoutIndicesTheSameBitsAsWithThem) {
+  struct Case {
+    std::array<int64_t, 3> in, kernel, stride, pad_begin, pad_end;
+  };
+  for (const Case& c : {Case{{1, 4, 2}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+                        Case{{1, 6, 40}, {1, 3, 3}, {2, 1, 2}, {1, 0, 0}, {0, 0, 0}}}) {
+    cpu::PoolF32Params p;
+    p.planes = 2;
+    p.in = c.in;
+    p.kernel = c.kernel;
+    p.stride = c.stride;
+    p.pad_begin = c.pad_begin;
+    p.pad_end = c.pad_end;
+    for (int a = 0; a < 3; ++a) {
+      p.out[a] = (p.in[a] + p.pad_begin[a] + p.pad_end[a] - p.kernel[a]) / p.stride[a] + 1;
+    }
+    std::vector<float> x(p.planes * p.in_size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 19) - 9.0f;
+    std::vector<float> with(p.planes * p.out_size()), without(with.size());
+    std::vector<int64_t> indices(with.size());
+    cpu::MaxPoolF32(p, x.data(), with.data(), indices.data(), false);
+    cpu::MaxPoolF32(p, x.data(), without.data(), nullptr, false);
+    for (size_t i = 0; i < with.size(); ++i) {
+      EXPECT_EQ(BitCast<uint32_t>(with[i]), BitCast<uint32_t>(without[i])) << "output " << i;
+    }
+    if (c.pad_begin[0] == 1) {  // the depth window holds no tap
+      for (float v : without) EXPECT_EQ(v, std::numeric_limits<float>::lowest());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qcc::testing
