@@ -177,28 +177,13 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
       }
       if (indices == nullptr) {
         // The first tap, then every tap that is greater: the loop below without its index.
-        ForEachWindow(p, table, [&](int64_t o, auto& start, auto& k0, auto& k1) {
-          if (k0[0] >= k1[0] || k0[1] >= k1[1] || k0[2] >= k1[2]) {
-            yp[o] = std::numeric_limits<float>::lowest();
-            return;
+        int64_t o = 0;
+        for (int64_t oz = 0; oz < p.out[0]; ++oz) {
+          for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+            for (int64_t ox = 0; ox < p.out[2]; ++ox)
+              yp[o++] = MaxOfWindow(p, xp, table, oz, oy, ox);
           }
-          const float* first = xp + ((start[0] + k0[0] * p.dilation[0]) * p.in[1] + start[1] +
-                                     k0[1] * p.dilation[1]) *
-                                        p.in[2];
-          float best = first[start[2] + k0[2] * p.dilation[2]];
-          for (int64_t kz = k0[0]; kz < k1[0]; ++kz) {
-            const int64_t iz = start[0] + kz * p.dilation[0];
-            for (int64_t ky = k0[1]; ky < k1[1]; ++ky) {
-              const float* row =
-                  xp + (iz * p.in[1] + start[1] + ky * p.dilation[1]) * p.in[2] + start[2];
-              for (int64_t kx = k0[2]; kx < k1[2]; ++kx) {
-                const float v = row[kx * p.dilation[2]];
-                best = v > best ? v : best;
-              }
-            }
-          }
-          yp[o] = best;
-        });
+        }
         continue;
       }
       ForEachWindow(p, table, [&](int64_t o, auto& start, auto& k0, auto& k1) {
