@@ -231,8 +231,7 @@ QCC_AVX512_INT8 bool QuantizeRowsAvx512Int8(const float* x, int64_t rows, int64_
     const float mx = BitCast<float>(max_bits);
     const __m512 inv = _mm512_set1_ps(InverseStep(mx));
     __m512i s = _mm512_setzero_si512();
-    // Whole vectors narrow in registers and store plainly (the masked narrowing store, vpmovdb
-    // to memory, is slow on Zen 4); the tail is masked.
+    // Whole vectors narrow in registers and store plainly (StoreS8).
     int64_t j = 0;
     if (max_bits < kInfBits) {
       // A finite row needs no clamp: |x| <= m and inv <= (127 / m)(1 + 2^-24) (or 0), so
@@ -244,21 +243,13 @@ QCC_AVX512_INT8 bool QuantizeRowsAvx512Int8(const float* x, int64_t rows, int64_
         s = _mm512_add_epi32(s, q);
       }
     }
-    for (; j + 16 <= n; j += 16) {
-      __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(xr + j), inv),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-      const __m512i q = _mm512_cvttps_epi32(v);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + j), _mm512_cvtepi32_epi8(q));
-      s = _mm512_add_epi32(s, q);
-    }
-    if (j < n) {
+    for (; j < n; j += 16) {  // rows with NaN or inf, and the tail
       const __mmask16 m = RowMask(n - j);
       __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + j), inv),
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
       const __m512i q = _mm512_cvttps_epi32(v);
-      _mm512_mask_cvtepi32_storeu_epi8(qr + j, m, q);
+      StoreS8(qr + j, m, q);
       s = _mm512_add_epi32(s, q);  // lanes past n loaded 0 and give 0
     }
     for (int64_t j = n; j < out_n; ++j) qr[j] = 0;
