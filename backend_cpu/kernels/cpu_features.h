@@ -1,6 +1,6 @@
 // What this CPU runs, detected once: the one table every kernel dispatch reads (the fp32 and int8
 // fast paths, the SIMD builds of simd_dispatch.h). QCC_CPU_FEATURES caps it for testing the
-// narrower paths on a wider CPU: "baseline" (x86-64 only), "avx2" (AVX2, BMI2), "avx512" (no
+// narrower paths on a wider CPU: "baseline" (x86-64 only), "avx2" (AVX2, FMA, BMI2), "avx512" (no
 // VNNI/VBMI); unset or "native" is what the CPU has. The int8 kernels and the SIMD builds give
 // the same bits on every path, so an int8 plan's outputs do not depend on it
 // (tests/cpu_paths/cpu_paths.py checks that end to end); the fp32 convolution sums in another
@@ -12,6 +12,7 @@ namespace qcc::cpu {
 
 struct CpuFeatures {
   bool avx2 = false;
+  bool fma = false;
   bool bmi2 = false;
   bool avx512f = false;
   bool avx512bw = false;

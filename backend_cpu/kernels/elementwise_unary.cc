@@ -62,12 +62,10 @@ int64_t CostOf(UnaryKind kind) {
 
 // The float GELU and erf loops in AVX-512, AVX2 and baseline builds (simd_dispatch.h): a
 // transformer's FFN spends most of its non-GEMM time here.
-inline __attribute__((always_inline)) void GeluF32Body(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * 0.70710678118654752440f));
-  }
+inline __attribute__((always_inline)) void GeluF32LoopBody(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = GeluF32(x[i]);
 }
-QCC_SIMD_VARIANTS(void, GeluF32, (const float* x, float* y, int64_t n), (x, y, n))
+QCC_SIMD_VARIANTS(void, GeluF32Loop, (const float* x, float* y, int64_t n), (x, y, n))
 
 inline __attribute__((always_inline)) void ErfF32LoopBody(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
@@ -77,7 +75,7 @@ QCC_SIMD_VARIANTS(void, ErfF32Loop, (const float* x, float* y, int64_t n), (x, y
 template <typename T>
 void UnaryFloatSerial(const UnaryParams& p, const T* x, T* y, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    if (p.kind == UnaryKind::kGelu) return GeluF32(x, y, n);
+    if (p.kind == UnaryKind::kGelu) return GeluF32Loop(x, y, n);
     if (p.kind == UnaryKind::kErf) return ErfF32Loop(x, y, n);
   }
   const T alpha = static_cast<T>(p.alpha), beta = static_cast<T>(p.beta);

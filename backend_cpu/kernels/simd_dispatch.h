@@ -1,8 +1,9 @@
 // Three builds of a hot float loop (AVX-512F, AVX2, the baseline x86-64) and a call that runs the
 // widest one this CPU has, chosen once. The loops are plain C++ that GCC vectorizes for each
-// target; with -ffp-contract=off every build does the same IEEE operations, so the results do
-// not depend on the CPU. Explicit dispatch rather than target_clones: the ifunc resolvers
-// target_clones makes run before the sanitizer runtimes start, and crash ThreadSanitizer builds.
+// target; with -ffp-contract=off every build does the same IEEE operations (an explicit FmaF32 is
+// one operation in each), so the results do not depend on the CPU. The AVX2 build also has FMA.
+// Explicit dispatch rather than target_clones: the ifunc resolvers target_clones makes run before
+// the sanitizer runtimes start, and crash ThreadSanitizer builds.
 #ifndef QCC_BACKEND_CPU_KERNELS_SIMD_DISPATCH_H_
 #define QCC_BACKEND_CPU_KERNELS_SIMD_DISPATCH_H_
 
@@ -14,9 +15,9 @@ enum class SimdLevel { kBaseline, kAvx2, kAvx512 };
 
 /// The widest of the three this CPU runs (cpu_features.h).
 inline SimdLevel CpuSimdLevel() {
-  static const SimdLevel level = Cpu().avx512f ? SimdLevel::kAvx512
-                                 : Cpu().avx2  ? SimdLevel::kAvx2
-                                               : SimdLevel::kBaseline;
+  static const SimdLevel level = Cpu().avx512f             ? SimdLevel::kAvx512
+                                 : Cpu().avx2 && Cpu().fma ? SimdLevel::kAvx2
+                                                           : SimdLevel::kBaseline;
   return level;
 }
 
@@ -28,7 +29,7 @@ inline SimdLevel CpuSimdLevel() {
 /// every function it inlines has the same options), or the selects do not vectorize.
 #define QCC_SIMD_VARIANTS(ret, name, params, args)                                       \
   __attribute__((target("avx512f"))) ret name##Avx512 params { return name##Body args; } \
-  __attribute__((target("avx2"))) ret name##Avx2 params { return name##Body args; }      \
+  __attribute__((target("avx2,fma"))) ret name##Avx2 params { return name##Body args; }  \
   ret name##Baseline params { return name##Body args; }                                  \
   ret name params {                                                                      \
     switch (::qcc::cpu::CpuSimdLevel()) {                                                \
