@@ -16,6 +16,7 @@ using ::qcc::ErfF32;             // support/fast_math.h
 using ::qcc::ExpF32;             // support/fast_math.h
 using ::qcc::ExpNonPositiveF32;  // support/fast_math.h
 using ::qcc::ExpReducedF32;      // support/fast_math.h
+using ::qcc::FmaF32;             // support/fast_math.h
 using ::qcc::GeluF32;            // support/fast_math.h
 using ::qcc::SigmoidF32;         // support/fast_math.h
 using ::qcc::TanhF32;            // support/fast_math.h
