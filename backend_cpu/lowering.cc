@@ -400,7 +400,47 @@ void Lowering::FuseSteps() {
       }
     }
   }
-  if (orphans.empty()) return;
+  // DynamicQGemm steps without a residual that read the same X (a transformer's Q, K and V
+  // projections of one LayerNorm output) become one DynamicQGemms step, which quantizes X once,
+  // where the first of them was: their other inputs are weights, so every product can run there.
+  // Grouped in step order, so the plan does not depend on the map's order.
+  absl::flat_hash_map<int32_t, std::vector<size_t>> by_x;
+  std::vector<int32_t> xs;
+  auto is_weight = [&](int32_t b) {
+    return b < 0 || plan_.buffers[b].kind == runtime::BufferKind::kWeight;
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const runtime::PlanStep& s = steps[i];
+    if (drop[i] || s.kind != static_cast<uint32_t>(StepKind::kDynamicQGemm) ||
+        s.inputs.size() < 3 || s.inputs.size() > 4 || s.outputs.size() != 1 ||
+        !is_weight(s.inputs[1]) || !is_weight(s.inputs[2]) ||
+        (s.inputs.size() > 3 && !is_weight(s.inputs[3]))) {
+      continue;
+    }
+    std::vector<size_t>& group = by_x[s.inputs[0]];
+    if (group.empty()) xs.push_back(s.inputs[0]);
+    group.push_back(i);
+  }
+  bool grouped = false;
+  for (int32_t x : xs) {
+    const std::vector<size_t>& group = by_x[x];
+    if (group.size() < 2) continue;
+    runtime::PlanStep merged = WithParams(runtime::NoStepParams{});
+    merged.kind = static_cast<uint32_t>(StepKind::kDynamicQGemms);
+    merged.name = steps[group[0]].name;
+    merged.inputs = {x};
+    for (size_t i : group) {
+      const runtime::PlanStep& s = steps[i];
+      merged.inputs.insert(merged.inputs.end(),
+                           {s.inputs[1], s.inputs[2], s.inputs.size() > 3 ? s.inputs[3] : -1});
+      merged.outputs.push_back(s.outputs[0]);
+      drop[i] = true;
+    }
+    steps[group[0]] = std::move(merged);
+    drop[group[0]] = false;
+    grouped = true;
+  }
+  if (orphans.empty() && !grouped) return;
   std::vector<runtime::PlanStep> kept;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!drop[i]) kept.push_back(std::move(steps[i]));

@@ -141,6 +141,7 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
     case StepKind::kAttention:
     case StepKind::kQAttention:
     case StepKind::kUnaryQuantize:
+    case StepKind::kDynamicQGemms:
       // Added for transformers (issue 13) without a GPU to run a kernel on.
     case StepKind::kResize:
     case StepKind::kExpand:

@@ -262,29 +262,38 @@ void RunQGemm(const QGemmState& s, const StepRunContext& c) {
   cpu::QGemm(p, s.packed);
 }
 
-// ---- DynamicQGemm ----
+// ---- DynamicQGemm, DynamicQGemms ----
 
-struct DynamicQGemmState {
+/// One product of a dynamic GEMM step: W's packed bytes and where its operands are.
+struct DynamicProduct {
   cpu::QGemmParams p;  // n, k; the rest per run
   cpu::PackedQGemmWeights packed;
+  size_t scale_at = 0, bias_at = 0, out_at = 0;
+  size_t residual_at = 0;  // 0: none
 };
 
-absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& c) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(3, 5, 1));
-  QCC_RETURN_IF_ERROR(c.Decode<NoStepParams>().status());
+struct DynamicQGemmState {
+  std::vector<DynamicProduct> products;  // all of one X
+};
+
+/// Checks and packs the product of X (input 0) with W = input w_at, its scales and optional bias
+/// after it, writing output out_at, with the optional residual at residual_at (0: none).
+absl::StatusOr<DynamicProduct> PrepareDynamicProduct(const StepPrepareContext& c, size_t w_at,
+                                                     size_t out_at, size_t residual_at) {
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, -2));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kI8, 2));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, -2));
-  QCC_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> weights, c.WeightBytes(1, "W"));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(w_at, "W", kI8, 2));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(out_at, "Y", kF32, -2));
+  QCC_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> weights, c.WeightBytes(w_at, "W"));
   const int64_t n = w->dims[0], k = w->dims[1];
   if (n < 1 || k < 1 || x->dims.back() != k || y->dims.back() != n) {
     return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
                                 " does not fit X '", x->name, "' ", DimsToString(x->dims),
                                 " -> Y '", y->name, "' ", DimsToString(y->dims)));
   }
-  QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 2, "weight scale", kF32, n, /*optional=*/false));
-  QCC_RETURN_IF_ERROR(CheckChannelOperand(c, 3, "bias", kF32, n, /*optional=*/true));
-  QCC_RETURN_IF_ERROR(CheckResidual(c, 4, *y));
+  QCC_RETURN_IF_ERROR(
+      CheckChannelOperand(c, w_at + 1, "weight scale", kF32, n, /*optional=*/false));
+  QCC_RETURN_IF_ERROR(CheckChannelOperand(c, w_at + 2, "bias", kF32, n, /*optional=*/true));
+  if (residual_at != 0) QCC_RETURN_IF_ERROR(CheckResidual(c, residual_at, *y));
   for (int64_t batch : c.batches()) {
     const int64_t m = NumElements(DimsAtBatch(*x, batch)) / k;
     if (NumElements(DimsAtBatch(*y, batch)) != m * n) {
@@ -293,48 +302,81 @@ absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& 
                                   batch));
     }
   }
+  DynamicProduct d;
+  d.p.n = n;
+  d.p.k = k;
+  d.p.b = reinterpret_cast<const int8_t*>(weights.data());
+  d.packed = cpu::PackQGemmWeights(d.p);
+  d.p.b = nullptr;
+  d.scale_at = w_at + 1;
+  d.bias_at = w_at + 2;
+  d.out_at = out_at;
+  d.residual_at = residual_at;
+  return d;
+}
+
+absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemm(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(3, 5, 1));
+  QCC_RETURN_IF_ERROR(c.Decode<NoStepParams>().status());
   DynamicQGemmState s;
-  s.p.n = n;
-  s.p.k = k;
-  s.p.b = reinterpret_cast<const int8_t*>(weights.data());
-  s.packed = cpu::PackQGemmWeights(s.p);
-  s.p.b = nullptr;
+  QCC_ASSIGN_OR_RETURN(DynamicProduct d, PrepareDynamicProduct(c, 1, 0, 4));
+  s.products.push_back(std::move(d));
+  return s;
+}
+
+absl::StatusOr<DynamicQGemmState> PrepareDynamicQGemms(const StepPrepareContext& c) {
+  const size_t g = c.step().outputs.size();
+  if (g < 2 || c.step().inputs.size() != 1 + 3 * g) {
+    return c.Error(absl::StrCat("has ", c.step().inputs.size(), " inputs and ", g,
+                                " outputs; expected 1 + 3 G inputs (X, then W, weight scale "
+                                "and bias of each product) and G >= 2 outputs"));
+  }
+  QCC_RETURN_IF_ERROR(c.Decode<NoStepParams>().status());
+  DynamicQGemmState s;
+  for (size_t i = 0; i < g; ++i) {
+    QCC_ASSIGN_OR_RETURN(DynamicProduct d, PrepareDynamicProduct(c, 1 + 3 * i, i, 0));
+    s.products.push_back(std::move(d));
+  }
   return s;
 }
 
 /// Scratch: the quantized X (rounded up to 64 bytes), then one scale per row of X.
 int64_t DynamicQGemmScratch(const DynamicQGemmState& s, const StepRunContext& c) {
   const int64_t total = NumElements(c.in_dims(0));
-  return (total + 63) / 64 * 64 + 4 * (total / s.p.k);
+  return (total + 63) / 64 * 64 + 4 * (total / s.products[0].p.k);
 }
 
 void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
   const int64_t total = NumElements(c.in_dims(0));
-  cpu::QGemmParams p = s.p;
-  p.m = total / p.k;
-  if (p.m == 0) return;
+  const int64_t k = s.products[0].p.k, m = total / k;
+  if (m == 0) return;
   const float* x = c.in<float>(0);
   auto* a = static_cast<int8_t*>(c.scratch);
   auto* row_scale =
       reinterpret_cast<float*>(static_cast<uint8_t*>(c.scratch) + (total + 63) / 64 * 64);
   // Every row of X (a token) gets its own symmetric scale, max|x| / 127, and is quantized while
-  // it is in L1: one pass over X. A row holding NaN or infinity gives NaN results.
-  cpu::NnParallelFor(c.num_threads, p.m, 2 * p.k, [&](int64_t begin, int64_t end) {
-    cpu::QuantizeRowsS8(x + begin * p.k, end - begin, p.k, p.k, a + begin * p.k, p.k,
-                        row_scale + begin, nullptr);
+  // it is in L1: one pass over X, whatever the number of products. A row holding NaN or
+  // infinity gives NaN results.
+  cpu::NnParallelFor(c.num_threads, m, 2 * k, [&](int64_t begin, int64_t end) {
+    cpu::QuantizeRowsS8(x + begin * k, end - begin, k, k, a + begin * k, k, row_scale + begin,
+                        nullptr);
     for (int64_t r = begin; r < end; ++r) {
       if (!std::isfinite(row_scale[r])) row_scale[r] = std::numeric_limits<float>::quiet_NaN();
     }
   });
-  p.a = a;
-  p.bias = nullptr;               // symmetric: no zero point to correct
-  p.multiplier = c.in<float>(2);  // the weight scales; the row's scale is applied per row
-  p.row_scale = row_scale;
-  p.y_f32 = c.out<float>(0);
-  p.bias_f32 = OptionalIn(c, 3);
-  p.add_f32 = OptionalIn(c, 4);
-  p.num_threads = c.num_threads;
-  cpu::QGemm(p, s.packed);
+  for (const DynamicProduct& d : s.products) {
+    cpu::QGemmParams p = d.p;
+    p.m = m;
+    p.a = a;
+    p.bias = nullptr;                        // symmetric: no zero point to correct
+    p.multiplier = c.in<float>(d.scale_at);  // the weight scales; the row's scale per row
+    p.row_scale = row_scale;
+    p.y_f32 = c.out<float>(d.out_at);
+    p.bias_f32 = OptionalIn(c, d.bias_at);
+    p.add_f32 = d.residual_at != 0 ? OptionalIn(c, d.residual_at) : nullptr;
+    p.num_threads = c.num_threads;
+    cpu::QGemm(p, d.packed);
+  }
 }
 
 // ---- QAdd ----
@@ -539,6 +581,8 @@ void RegisterInt8Steps(StepRegistry& r) {
   r.Add(StepKind::kQGemm, PrepareStep<QGemmState, PrepareQGemm, RunQGemm>);
   r.Add(StepKind::kDynamicQGemm,
         PrepareStep<DynamicQGemmState, PrepareDynamicQGemm, RunDynamicQGemm, DynamicQGemmScratch>);
+  r.Add(StepKind::kDynamicQGemms,
+        PrepareStep<DynamicQGemmState, PrepareDynamicQGemms, RunDynamicQGemm, DynamicQGemmScratch>);
   r.Add(StepKind::kQAdd, PrepareStep<cpu::AddS8Params, PrepareQAdd, RunQAdd>);
   r.Add(StepKind::kQMaxPool, PrepareStep<QPoolState, PrepareQMaxPool, RunQMaxPool>);
   r.Add(StepKind::kQAveragePool, PrepareStep<QPoolState, PrepareQAveragePool, RunQAveragePool>);

@@ -34,9 +34,13 @@
 //   Reduce              X f32 -> Y f32, sum or mean over `axes`
 //   LayerNorm           X f32, scale f32, bias f32 (or absent) -> Y f32
 //   DynamicQGemm        X f32 [M,K] (leading dims flattened), W i8 [N,K], weight scale f32 [N],
-//                       bias f32 [N] (or absent) -> Y f32 [M,N]: X quantized per run with the
-//                       zero point and scale of its [min, max] (0 included), then qgemm.h's
-//                       fp32 result with multiplier s_x * s_w
+//                       bias f32 [N] (or absent), residual f32 [M,N] (or absent) -> Y f32 [M,N]:
+//                       each row of X quantized per run with its symmetric scale max|x| / 127
+//                       (qelementwise.h's QuantizeRowsS8), then qgemm.h's fp32 result with
+//                       multiplier s_row * s_w, the bias and the residual added
+//   DynamicQGemms       X f32, then per product W i8 [N_i,K], weight scale f32 [N_i], bias f32
+//                       [N_i] (or absent) -> Y_i f32 [M,N_i]: G >= 2 DynamicQGemm products of one
+//                       X (a transformer's Q, K and V), X quantized once; the same bits
 //   Attention           Q f32 [B,Sq,Hq*D], K f32 [B,Skv,Hkv*D], V f32 [B,Skv,Hkv*Dv], mask f32
 //                       (or absent; rank <= 4, broadcast to [B,Hq,Sq,Skv]) -> Y f32 [B,Sq,Hq*Dv]
 #ifndef QCC_RUNTIME_STEPS_H_

@@ -1,7 +1,8 @@
 // The lowering's step fusions (LowerOptions::fuse_steps, backend_cpu/lowering.cc FuseSteps) on a
 // transformer feed-forward block, called directly on an IR graph: GELU and the Quantize of the
 // int8 GEMM it feeds become one UnaryQuantize step, each fp32-result GEMM and the residual Add
-// after it one GEMM step with a residual input; the plan gives the unfused plan's bits at every
+// after it one GEMM step with a residual input, dynamic GEMMs of one input one DynamicQGemms
+// step; the plan gives the unfused plan's bits at every
 // batch, static and dynamic, on 1 and 2 threads.
 #include <map>
 #include <memory>
@@ -99,7 +100,10 @@ void ExpectSameOutputs(const runtime::Plan& fused, const runtime::Plan& unfused)
       absl::StatusOr<std::vector<Tensor>> want = (*b)->CreateContext()->Run({x});
       ASSERT_TRUE(got.ok()) << got.status();
       ASSERT_TRUE(want.ok()) << want.status();
-      EXPECT_EQ(CompareTensors((*got)[0], (*want)[0], 0, 0), "");
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_EQ(CompareTensors((*got)[i], (*want)[i], 0, 0), "") << "output " << i;
+      }
     }
   }
 }
@@ -144,6 +148,45 @@ TEST(LoweringFuseStepsTest, DynamicResidualFusesWithTheSameBits) {
   EXPECT_EQ(CountSteps(fused, StepKind::kBinary), 0);
   EXPECT_EQ(CountSteps(fused, StepKind::kDynamicQGemm), 2);
   EXPECT_EQ(fused.steps.size(), unfused.steps.size() - 1);
+  ExpectSameOutputs(fused, unfused);
+}
+
+TEST(LoweringFuseStepsTest, DynamicGemmsOfOneInputQuantizeItOnceWithTheSameBits) {
+  // z = x W + b, m2 = x W2 and z3 = x W3 + b3 (a transformer's Q, K and V projections of one
+  // tensor, one without a bias) become one DynamicQGemms step where the first was; z4 = relu(x)
+  // W4 + b4 reads another X and stays a DynamicQGemm.
+  std::unique_ptr<ir::Graph> g = LinearThen(3, [](ir::Graph& g, ir::Value* x, ir::Value* z) {
+    ir::Value* w2 = g.NewConstant("w2", Seeded({8, 6}, 0.5f, 5));
+    ir::Value* w3 = g.NewConstant("w3", Seeded({8, 8}, 0.5f, 6));
+    ir::Value* b3 = g.NewConstant("b3", Seeded({8}, 0.1f, 7));
+    ir::Value* w4 = g.NewConstant("w4", Seeded({8, 8}, 0.5f, 8));
+    ir::Value* b4 = g.NewConstant("b4", Seeded({8}, 0.1f, 9));
+    ir::Value* m2 = g.AddNode(OpKind::kMatMul, "mm2", {x, w2}, {"m2"})->output(0);
+    ir::Value* m3 = g.AddNode(OpKind::kMatMul, "mm3", {x, w3}, {"m3"})->output(0);
+    ir::Value* z3 = g.AddNode(OpKind::kAdd, "bias3", {m3, b3}, {"z3"})->output(0);
+    ir::Value* r = g.AddNode(OpKind::kRelu, "relu", {x}, {"r"})->output(0);
+    ir::Value* m4 = g.AddNode(OpKind::kMatMul, "mm4", {r, w4}, {"m4"})->output(0);
+    ir::Value* z4 = g.AddNode(OpKind::kAdd, "bias4", {m4, b4}, {"z4"})->output(0);
+    for (ir::Value* y : {z, m2, z3, z4}) g.AddOutput(y);
+  });
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignDynamic(*g, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const runtime::Plan fused = Lower(*g, *d, true);
+  const runtime::Plan unfused = Lower(*g, *d, false);
+  using runtime::StepKind;
+  ASSERT_EQ(CountSteps(unfused, StepKind::kDynamicQGemm), 4);
+  ASSERT_EQ(CountSteps(fused, StepKind::kDynamicQGemms), 1);
+  EXPECT_EQ(CountSteps(fused, StepKind::kDynamicQGemm), 1);
+  EXPECT_EQ(fused.steps.size(), unfused.steps.size() - 2);
+  for (const runtime::PlanStep& step : fused.steps) {
+    if (step.kind != static_cast<uint32_t>(StepKind::kDynamicQGemms)) continue;
+    EXPECT_EQ(step.name, "mm");
+    ASSERT_EQ(step.outputs.size(), 3u);
+    ASSERT_EQ(step.inputs.size(), 10u);  // x, then (W, scales, bias) three times
+    EXPECT_EQ(fused.buffers[step.inputs[0]].name, "x");
+    EXPECT_EQ(step.inputs[6], -1);  // m2 has no bias
+    EXPECT_EQ(fused.buffers[step.outputs[1]].name, "m2");
+  }
   ExpectSameOutputs(fused, unfused);
 }
 

@@ -265,6 +265,39 @@ TEST(EngineSequenceStepsTest, DynamicQGemmQuantizesEachRowOfItsInputPerRun) {
   }
 }
 
+TEST(EngineSequenceStepsTest, DynamicQGemmsRefusesOperandsThatAreNotTriples) {
+  // X, then (W, weight scale, bias) per output: a missing bias slot, one output, and a W that
+  // does not fit X are each refused, naming what was expected.
+  struct Bad {
+    int outputs;
+    bool drop_last_bias;
+    int64_t k2;
+    const char* message;
+  };
+  const Bad cases[] = {
+      {2, true, 8, "expected 1 + 3 G inputs"},
+      {1, false, 8, "G >= 2 outputs"},
+      {2, false, 5, "does not fit X"},
+  };
+  for (const Bad& bad : cases) {
+    PlanBuilder b(1, 2);
+    const int32_t x = b.Input("x", kF32, {-1, 8});
+    std::vector<int32_t> ins = {x}, outs;
+    for (int i = 0; i < bad.outputs; ++i) {
+      const int64_t k = i == 1 ? bad.k2 : 8;
+      const std::string n = absl::StrCat(i);
+      ins.push_back(b.Weight("w" + n, DType::kInt8, {3, k}, std::vector<int8_t>(3 * k, 1)));
+      ins.push_back(b.Weight("s" + n, kF32, {3}, std::vector<float>{1, 1, 1}));
+      ins.push_back(-1);
+      outs.push_back(b.Output("y" + n, kF32, {-1, 3}));
+    }
+    if (bad.drop_last_bias) ins.pop_back();
+    b.Step(StepKind::kDynamicQGemms, "qkv", ins, outs, NoStepParams{});
+    const absl::Status s = CreateError(b.plan());
+    EXPECT_NE(s.message().find(bad.message), std::string::npos) << s;
+  }
+}
+
 /// softmax(scale * Q Kᵀ + mask) V per head, in double: Q [n, sq, hq*d], K [n, skv, hk*d],
 /// V [n, skv, hk*dv], mask [n, 1, 1, skv], or [sq, 1] (one value per query row), or empty ->
 /// [n, sq, hq*dv].
