@@ -15,8 +15,8 @@ so that a slow spell of the machine (this 2-core VM's second core is sometimes b
 times then rise by a third for every program) falls on both sides of a ratio. Accuracy is `qcc compare
 --pairs` for qcc and numpy on ORT's embeddings for ORT.
 
-    .venv/bin/python bench/transformer_vs_ort.py [--quick] [--docs docs]
-Also run by bench/compare-ort (--models minilm-l6-v2); it puts the table in docs/benchmarks.md.
+    .venv/bin/python bench/transformer_vs_ort.py [--quick]    (prints the table)
+Also run by bench/compare-ort (--models minilm-l6-v2), which puts the table in docs/benchmarks.md.
 """
 
 import argparse
