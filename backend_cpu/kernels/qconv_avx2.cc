@@ -49,6 +49,7 @@ struct DirectGeometry {
   int64_t phase_h, phase_w;  // rows and columns of a phase plane
   int64_t v;                 // virtual positions of an image: (oh - 1) * phase_w + ow
   int64_t plane;             // dwords per (phase, channel pair) plane, a multiple of 8
+  int64_t max_offset;        // the farthest tap from a position within a plane, in dwords
   int64_t tiles, image_bytes;
 };
 
@@ -64,10 +65,10 @@ DirectGeometry DirectGeometryOf(const QConvParams& p) {
   g.phase_h = CeilDiv(p.h + p.pad_top + p.pad_bottom, p.stride_h);
   g.phase_w = CeilDiv(p.w + p.pad_left + p.pad_right, p.stride_w);
   g.v = (g.oh - 1) * g.phase_w + g.ow;
-  const int64_t max_offset =
+  g.max_offset =
       (p.r - 1) * p.dilation_h / p.stride_h * g.phase_w + (p.s - 1) * p.dilation_w / p.stride_w;
   // A tile reads up to 7 lanes past the last virtual position.
-  g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + 8 + max_offset), 8);
+  g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + 8 + g.max_offset), 8);
   g.tiles = CeilDiv(g.v, kTileLanes);
   g.image_bytes = p.stride_h * p.stride_w * g.c2 * g.plane * 4;
   return g;
@@ -121,16 +122,22 @@ struct DirectContext {
   uint8_t* buffers;           // g.image_bytes per thread
 };
 
-/// Rewrites channels [0, C/group) of `x` (one image's group) into phase planes of pairs.
-QCC_AVX2 void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t* buf) {
+/// Rewrites channels [0, C/group) of `x` (one image's group) into phase planes of pairs: in
+/// every plane, the dwords [lo, hi) (rows that hold them whole, and the padding past the last
+/// row when hi reaches it), what the tiles of one thread read.
+QCC_AVX2 void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t* buf, int64_t lo,
+                             int64_t hi) {
   const QConvParams& p = *ctx.p;
   const DirectGeometry& g = ctx.g;
   const uint32_t pad_pair = Int16Pair(p.pad_value, p.pad_value);
+  const int64_t row_begin = lo / g.phase_w;
+  const int64_t row_end = std::min(g.phase_h, CeilDiv(hi, g.phase_w));
+  const bool tail = hi > g.phase_h * g.phase_w;
   for (int64_t a = 0; a < p.stride_h; ++a) {
     for (int64_t b = 0; b < p.stride_w; ++b) {
       for (int64_t c2 = 0; c2 < g.c2; ++c2) {
         uint32_t* plane = buf + ((a * p.stride_w + b) * g.c2 + c2) * g.plane;
-        for (int64_t i = 0; i < g.phase_h; ++i) {
+        for (int64_t i = row_begin; i < row_end; ++i) {
           const int64_t y = i * p.stride_h + a - p.pad_top;
           uint32_t* dst = plane + i * g.phase_w;
           if (y < 0 || y >= p.h) {
@@ -144,7 +151,7 @@ QCC_AVX2 void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t
           }
           TransformRow(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, p.pad_value, dst);
         }
-        std::fill(plane + g.phase_h * g.phase_w, plane + g.plane, pad_pair);
+        if (tail) std::fill(plane + g.phase_h * g.phase_w, plane + g.plane, pad_pair);
       }
     }
   }
@@ -250,7 +257,12 @@ void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, int threa
     const int64_t image = u / g.tiles, tile = u % g.tiles;
     const int64_t n = image / p.group, grp = image % p.group;
     if (image != loaded) {
-      TransformImage(ctx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf);
+      // Only the part of the image this thread's tiles of it read (all of it unless the image
+      // is split among threads, as at batch 1): from its first tile's first position to its
+      // last tile's last lane plus the farthest tap.
+      const int64_t last = std::min(end, (image + 1) * g.tiles) - 1 - image * g.tiles;
+      TransformImage(ctx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf, tile * kTileLanes,
+                     (last + 1) * kTileLanes + g.max_offset);
       loaded = image;
     }
     const int64_t v0 = tile * kTileLanes, lanes = std::min(kTileLanes, g.v - v0);
