@@ -87,7 +87,12 @@ absl::StatusOr<Dims> BroadcastDims(const StepPrepareContext& c, const PlanBuffer
 
 // ---- Conv ----
 
-absl::StatusOr<cpu::ConvF32Params> PrepareConv(const StepPrepareContext& c) {
+struct ConvState {
+  cpu::ConvF32Params p;       // batch and threads set per run
+  std::vector<float> packed;  // W packed once for the kernel (cpu::PackConvF32Weights), or empty
+};
+
+absl::StatusOr<cpu::ConvF32Params> PrepareConvParams(const StepPrepareContext& c) {
   QCC_RETURN_IF_ERROR(c.CheckCounts(2, 3, 1));
   QCC_ASSIGN_OR_RETURN(const ConvStepParams params, c.Decode<ConvStepParams>());
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, 4));
@@ -128,23 +133,37 @@ absl::StatusOr<cpu::ConvF32Params> PrepareConv(const StepPrepareContext& c) {
   return p;
 }
 
-cpu::ConvF32Params ConvRunParams(const cpu::ConvF32Params& s, const StepRunContext& c) {
-  cpu::ConvF32Params p = s;
+absl::StatusOr<ConvState> PrepareConv(const StepPrepareContext& c) {
+  QCC_ASSIGN_OR_RETURN(const cpu::ConvF32Params p, PrepareConvParams(c));
+  ConvState s;
+  s.p = p;
+  // A weight W is packed here, once, instead of on every run (the packing depends on the
+  // convolution's shape only).
+  if (c.input(1)->kind == BufferKind::kWeight) {
+    QCC_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> w, c.WeightBytes(1, "W"));
+    s.packed = cpu::PackConvF32Weights(p, reinterpret_cast<const float*>(w.data()));
+  }
+  return s;
+}
+
+cpu::ConvF32Params ConvRunParams(const ConvState& s, const StepRunContext& c) {
+  cpu::ConvF32Params p = s.p;
   p.batch = c.in_dims(0)[0];
   p.num_threads = c.num_threads;
   return p;
 }
 
-int64_t ConvScratch(const cpu::ConvF32Params& s, const StepRunContext& c) {
-  return cpu::ConvF32WorkspaceSize(ConvRunParams(s, c)) * static_cast<int64_t>(sizeof(float));
+int64_t ConvScratch(const ConvState& s, const StepRunContext& c) {
+  return cpu::ConvF32WithPackedWorkspaceSize(ConvRunParams(s, c), s.packed) *
+         static_cast<int64_t>(sizeof(float));
 }
 
-void RunConv(const cpu::ConvF32Params& s, const StepRunContext& c) {
+void RunConv(const ConvState& s, const StepRunContext& c) {
   const cpu::ConvF32Params p = ConvRunParams(s, c);
   if (p.batch == 0) return;
-  cpu::ConvF32(p, c.in<float>(0), c.in<float>(1),
-               c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, c.out<float>(0),
-               static_cast<float*>(c.scratch));
+  cpu::ConvF32WithPacked(p, c.in<float>(0), c.in<float>(1), s.packed,
+                         c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, c.out<float>(0),
+                         static_cast<float*>(c.scratch));
 }
 
 // ---- Gemm ----
@@ -701,7 +720,7 @@ void RunConcat(const int64_t& axis, const StepRunContext& c) {
 }  // namespace
 
 void RegisterFloatSteps(StepRegistry& r) {
-  r.Add(StepKind::kConv, PrepareStep<cpu::ConvF32Params, PrepareConv, RunConv, ConvScratch>);
+  r.Add(StepKind::kConv, PrepareStep<ConvState, PrepareConv, RunConv, ConvScratch>);
   r.Add(StepKind::kGemm, PrepareStep<GemmState, PrepareGemm, RunGemm>);
   r.Add(StepKind::kMatMul, PrepareStep<NoStepParams, PrepareMatMul, RunMatMul>);
   r.Add(StepKind::kReduce, PrepareStep<ReduceStepParams, PrepareReduce, RunReduce>);

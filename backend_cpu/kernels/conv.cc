@@ -186,6 +186,27 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
   }
 }
 
+std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
+  if (UseDepthwiseDirect(p) || !ConvF32HasAvx512()) return {};
+  std::vector<float> packed(ConvF32Avx512PackedSize(p));
+  PackConvF32Avx512(p, w, packed.data());
+  return packed;
+}
+
+int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed) {
+  return packed.empty() ? ConvF32WorkspaceSize(p) : ConvF32Avx512ColumnsSize(p);
+}
+
+void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
+                       const std::vector<float>& packed, const float* bias, float* y,
+                       float* workspace) {
+  if (packed.empty()) {
+    ConvF32(p, x, w, bias, y, workspace);
+  } else {
+    ConvF32Im2colAvx512Packed(p, x, packed.data(), bias, y, workspace);
+  }
+}
+
 bool ConvF32Params::IsPointwise() const {
   for (int a = 0; a < 3; ++a) {
     if (kernel[a] != 1 || stride[a] != 1 || pad[a] != 0 || out[a] != in[a]) return false;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "backend_cpu/kernels/activation.h"
 
@@ -45,6 +46,17 @@ int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace);
 
+/// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
+/// w as it is (depthwise, or no AVX-512). For ConvF32WithPacked on parameters of this shape.
+std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
+/// Floats of scratch ConvF32WithPacked needs.
+int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed);
+/// ConvF32 with `packed` from PackConvF32Weights(p, w): the same bits, without the per-call
+/// packing (a serial pass over the weights that batch-1 runs of small models feel).
+void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
+                       const std::vector<float>& packed, const float* bias, float* y,
+                       float* workspace);
+
 /// Floats of scratch ConvF32Im2col needs (0 for pointwise convolutions).
 int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);
 
@@ -61,9 +73,21 @@ int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p);
 
 /// ConvF32's contract with an AVX-512 GEMM microkernel (8 output channels x 32 positions per
 /// register tile) over per-thread im2col bands; parallel over (image, group, band) on
-/// p.num_threads threads. Call only when ConvF32HasAvx512().
+/// p.num_threads threads. Packs w into the workspace first. Call only when ConvF32HasAvx512().
 void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
                          float* y, float* workspace);
+
+/// Floats of w packed for the AVX-512 microkernel; they depend on the convolution's shape only
+/// (not on batch or threads).
+int64_t ConvF32Avx512PackedSize(const ConvF32Params& p);
+/// Packs w ([M, C/groups, kernel]) into `packed` (ConvF32Avx512PackedSize(p) floats).
+void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed);
+/// Floats of im2col bands ConvF32Im2colAvx512Packed needs (0 when it reads x in place).
+int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p);
+/// ConvF32Im2colAvx512 on weights packed once by PackConvF32Avx512 (a plan's Conv step packs at
+/// load time); `columns` holds ConvF32Avx512ColumnsSize(p) floats. The same bits.
+void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
+                               const float* bias, float* y, float* columns);
 
 /// True when ConvF32DepthwiseAvx512 takes `p`: depthwise, no depth axis, stride 1 or 2 in x.
 bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p);

@@ -74,7 +74,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
   // Without an im2col buffer to share, blocks of output channels are free to split as well.
   g.m_chunks = 1;
   const int64_t units = images * g.bands;
-  if ((g.pointwise || g.implicit) && units < 2 * threads) {
+  if ((g.pointwise || g.implicit) && units > 0 && units < 2 * threads) {
     g.m_chunks = std::min(g.m_blocks, (2 * threads + units - 1) / units);
   }
   g.m_chunk_blocks = (g.m_blocks + g.m_chunks - 1) / g.m_chunks;
@@ -347,21 +347,15 @@ void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float*
                 });
 }
 
-int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p) {
+int64_t ConvF32Avx512PackedSize(const ConvF32Params& p) {
   const Geometry g = GeometryOf(p);
-  const int64_t packed = p.groups * g.m_blocks * kMr * g.k;
-  const int64_t col = g.pointwise || g.implicit ? 0 : g.k * OddLineStride(g.band_rows * p.out[2]);
-  return packed + std::max(1, p.num_threads) * col;
+  return p.groups * g.m_blocks * kMr * g.k;
 }
 
-void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
-                         float* y, float* workspace) {
-  const Geometry g = GeometryOf(p);
-  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = p.out[2];
-  if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
+void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
   // Weights of each group as blocks of 8 rows, k-major: packed[(grp, mb)][k][r], with k in
-  // w's (channel, tap) order.
-  float* packed = workspace;
+  // w's (channel, tap) order. (Geometry's shape fields; its split does not matter here.)
+  const Geometry g = GeometryOf(p);
   for (int64_t grp = 0; grp < p.groups; ++grp) {
     for (int64_t mb = 0; mb < g.m_blocks; ++mb) {
       float* dst = packed + (grp * g.m_blocks + mb) * g.k * kMr;
@@ -373,7 +367,31 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
       }
     }
   }
-  float* col_base = packed + p.groups * g.m_blocks * kMr * g.k;
+}
+
+int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p) {
+  const Geometry g = GeometryOf(p);
+  const int64_t col = g.pointwise || g.implicit ? 0 : g.k * OddLineStride(g.band_rows * p.out[2]);
+  return std::max(1, p.num_threads) * col;
+}
+
+int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p) {
+  return ConvF32Avx512PackedSize(p) + ConvF32Avx512ColumnsSize(p);
+}
+
+void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace) {
+  if (p.batch == 0 || p.out_size() == 0 || p.out_channels == 0) return;
+  PackConvF32Avx512(p, w, workspace);
+  ConvF32Im2colAvx512Packed(p, x, workspace, bias, y, workspace + ConvF32Avx512PackedSize(p));
+}
+
+void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
+                               const float* bias, float* y, float* columns) {
+  const Geometry g = GeometryOf(p);
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = p.out[2];
+  if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
+  float* col_base = columns;
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
   const int64_t col_floats = g.k * OddLineStride(g.band_rows * ow);
   const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;

@@ -185,6 +185,55 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
   }
 }
 
+// A plan's Conv step packs W once (PackConvF32Weights, at batch 1 on one thread) and runs
+// ConvF32WithPacked: the bits of ConvF32, which packs on every call, at any batch and thread
+// count (the packing depends on the convolution's shape only).
+TEST(NnConvTest, WeightsPackedOnceGiveConvF32sBits) {
+  for (const ConvCase& cc : Cases()) {
+    SCOPED_TRACE(cc.name);
+    const size_t r = cc.in.size();
+    const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 4);
+    const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 5);
+    const Tensor b = cc.bias ? RandomF32({cc.m}, 6) : Tensor();
+    std::vector<int64_t> pb(r, 0), out(r), strides(r, 1), dilations(r, 1);
+    for (size_t i = 0; i < r; ++i) {
+      if (!cc.strides.empty()) strides[i] = cc.strides[i];
+      if (!cc.dilations.empty()) dilations[i] = cc.dilations[i];
+      const int64_t pe = cc.pads.empty() ? 0 : cc.pads[r + i];
+      pb[i] = cc.pads.empty() ? 0 : cc.pads[i];
+      out[i] = (cc.in[i] + pb[i] + pe - ((cc.kernel[i] - 1) * dilations[i] + 1)) / strides[i] + 1;
+    }
+    cpu::ConvF32Params p;
+    p.batch = 1;
+    p.in_channels = cc.c;
+    p.out_channels = cc.m;
+    p.groups = cc.group;
+    p.in = To3(cc.in, 1);
+    p.out = To3(out, 1);
+    p.kernel = To3(cc.kernel, 1);
+    p.stride = To3(strides, 1);
+    p.dilation = To3(dilations, 1);
+    p.pad = To3(pb, 0);
+    const std::vector<float> packed = cpu::PackConvF32Weights(p, w.data<float>());
+    EXPECT_EQ(packed.empty(),
+              !cpu::ConvF32HasAvx512() || (p.IsDepthwise() && cc.group > 1 && !p.IsPointwise()));
+    p.batch = cc.n;
+    const float* bias = b.defined() ? b.data<float>() : nullptr;
+    std::vector<int64_t> dims = {cc.n, cc.m};
+    dims.insert(dims.end(), out.begin(), out.end());
+    for (int threads : {1, 3}) {
+      p.num_threads = threads;
+      Tensor want(DType::kFloat32, dims), got(DType::kFloat32, dims);
+      std::vector<float> ws(cpu::ConvF32WorkspaceSize(p) + 1);
+      cpu::ConvF32(p, x.data<float>(), w.data<float>(), bias, want.data<float>(), ws.data());
+      std::vector<float> ws2(cpu::ConvF32WithPackedWorkspaceSize(p, packed) + 1);
+      cpu::ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias, got.data<float>(),
+                             ws2.data());
+      EXPECT_EQ(CompareTensors(got, want, 0, 0), "") << "threads " << threads;
+    }
+  }
+}
+
 // ONNX's documented example: 5x5 ramp, 3x3 ones, with and without padding.
 TEST(NnConvTest, HandValues) {
   std::vector<float> ramp(25);
