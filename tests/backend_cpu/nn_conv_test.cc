@@ -126,36 +126,49 @@ TEST(NnConvTest, MatchesNaiveConvolution) {
   for (const ConvCase& cc : Cases()) RunConvCase(cc);
 }
 
+/// The kernel parameters of `cc` at its batch, with the full strides, dilations, leading pads and
+/// output extents (every spatial axis) in the out-parameters.
+cpu::ConvF32Params ParamsOf(const ConvCase& cc, std::vector<int64_t>& strides,
+                            std::vector<int64_t>& dilations, std::vector<int64_t>& pb,
+                            std::vector<int64_t>& out) {
+  const size_t r = cc.in.size();
+  pb.assign(r, 0);
+  out.assign(r, 0);
+  strides.assign(r, 1);
+  dilations.assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    if (!cc.strides.empty()) strides[i] = cc.strides[i];
+    if (!cc.dilations.empty()) dilations[i] = cc.dilations[i];
+    const int64_t pe = cc.pads.empty() ? 0 : cc.pads[r + i];
+    pb[i] = cc.pads.empty() ? 0 : cc.pads[i];
+    out[i] = (cc.in[i] + pb[i] + pe - ((cc.kernel[i] - 1) * dilations[i] + 1)) / strides[i] + 1;
+  }
+  cpu::ConvF32Params p;
+  p.batch = cc.n;
+  p.in_channels = cc.c;
+  p.out_channels = cc.m;
+  p.groups = cc.group;
+  p.in = To3(cc.in, 1);
+  p.out = To3(out, 1);
+  p.kernel = To3(cc.kernel, 1);
+  p.stride = To3(strides, 1);
+  p.dilation = To3(dilations, 1);
+  p.pad = To3(pb, 0);
+  return p;
+}
+
 // Every kernel behind ConvF32 (sgemm, AVX-512 microkernel, direct depthwise) against the
 // oracle, called directly with 1 and 3 threads: the op tests above only reach the one that
 // ConvF32 picks on this CPU.
 TEST(NnConvTest, EveryKernelMatchesNaive) {
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
-    const size_t r = cc.in.size();
     const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
     const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
     const Tensor b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
-    std::vector<int64_t> pb(r, 0), out(r), strides(r, 1), dilations(r, 1);
-    for (size_t i = 0; i < r; ++i) {
-      if (!cc.strides.empty()) strides[i] = cc.strides[i];
-      if (!cc.dilations.empty()) dilations[i] = cc.dilations[i];
-      const int64_t pe = cc.pads.empty() ? 0 : cc.pads[r + i];
-      pb[i] = cc.pads.empty() ? 0 : cc.pads[i];
-      out[i] = (cc.in[i] + pb[i] + pe - ((cc.kernel[i] - 1) * dilations[i] + 1)) / strides[i] + 1;
-    }
+    std::vector<int64_t> strides, dilations, pb, out;
+    cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
     const Tensor want = NaiveConv(x, w, b, cc.group, strides, dilations, pb, out);
-    cpu::ConvF32Params p;
-    p.batch = cc.n;
-    p.in_channels = cc.c;
-    p.out_channels = cc.m;
-    p.groups = cc.group;
-    p.in = To3(cc.in, 1);
-    p.out = To3(out, 1);
-    p.kernel = To3(cc.kernel, 1);
-    p.stride = To3(strides, 1);
-    p.dilation = To3(dilations, 1);
-    p.pad = To3(pb, 0);
     const float* bias = b.defined() ? b.data<float>() : nullptr;
     for (int threads : {1, 3}) {
       p.num_threads = threads;
@@ -191,29 +204,12 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
 TEST(NnConvTest, WeightsPackedOnceGiveConvF32sBits) {
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
-    const size_t r = cc.in.size();
     const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 4);
     const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 5);
     const Tensor b = cc.bias ? RandomF32({cc.m}, 6) : Tensor();
-    std::vector<int64_t> pb(r, 0), out(r), strides(r, 1), dilations(r, 1);
-    for (size_t i = 0; i < r; ++i) {
-      if (!cc.strides.empty()) strides[i] = cc.strides[i];
-      if (!cc.dilations.empty()) dilations[i] = cc.dilations[i];
-      const int64_t pe = cc.pads.empty() ? 0 : cc.pads[r + i];
-      pb[i] = cc.pads.empty() ? 0 : cc.pads[i];
-      out[i] = (cc.in[i] + pb[i] + pe - ((cc.kernel[i] - 1) * dilations[i] + 1)) / strides[i] + 1;
-    }
-    cpu::ConvF32Params p;
+    std::vector<int64_t> strides, dilations, pb, out;
+    cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
     p.batch = 1;
-    p.in_channels = cc.c;
-    p.out_channels = cc.m;
-    p.groups = cc.group;
-    p.in = To3(cc.in, 1);
-    p.out = To3(out, 1);
-    p.kernel = To3(cc.kernel, 1);
-    p.stride = To3(strides, 1);
-    p.dilation = To3(dilations, 1);
-    p.pad = To3(pb, 0);
     const std::vector<float> packed = cpu::PackConvF32Weights(p, w.data<float>());
     EXPECT_EQ(packed.empty(),
               !cpu::ConvF32HasAvx512() || (p.IsDepthwise() && cc.group > 1 && !p.IsPointwise()));
