@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
-"""qcc against ONNX Runtime on four models: int8 accuracy, calibration cost and inference speed.
+"""qcc against ONNX Runtime on five image models: int8 accuracy, calibration cost and speed.
 
 (And minilm-l6-v2, the transformer, through bench/transformer_vs_ort.py: speed at batch 8 x 128
 tokens and retrieval accuracy; its section of docs/benchmarks.md is kept when a run leaves it
 out, and a run of only it keeps the image models' part.)
 
-For mnist-8, resnet20-cifar10, squeezenet1.1 and ppocr-cls-mbv3, on the same calibration images
-and the same evaluation images of ../shared/data:
+For mnist-8, resnet20-cifar10, squeezenet1.1, ppocr-cls-mbv3 and efficientnet-lite0, on the same
+calibration images and the same evaluation images of ../shared/data:
 - ORT: quant_pre_process, then quantize_static (QDQ, per-channel QInt8 weights) with MinMax and
   Entropy calibration, activations QInt8 symmetric (`s8`) and QUInt8 asymmetric (ORT's default,
   `u8`); ORT CPU execution. ORT fp32 runs the fp32 model (squeezenet: fp16 -> fp32 converted).
 - qcc: `qcc calibrate` + `qcc compile --int8 --per-channel` with minmax and entropy, then the
   qcc CPU runtime (`qcc compare`, `qcc bench`); qcc fp32 is its fused fp32 evaluator.
-Every calibration, evaluation and timing runs in a fresh process. Results go to
+Every calibration, evaluation and timing runs in a fresh process. Each timing is also shown as
+operations per second against this CPU's peak (build/bench/cpu_peak; the multiply-adds are
+`qcc inspect`'s count for the plan). Results go to
 WORKDIR/results.json; bench/compare_ort_report.py turns them into docs/benchmarks.md and
 docs/benchmarks.svg. Usually run through bench/compare-ort (which runs scripts/setup first).
 
@@ -70,6 +72,12 @@ MODELS = {
         note="1,000 48x192 text lines that scripts/make_text_lines.py writes on bands of the 500 "
         "photos (upright: label 0, turned 180 degrees: label 1); calibration: every other line "
         "(500), evaluation: all 1,000; ORT gets an opset-13 copy with input [N,3,48,192]"),
+    "efficientnet-lite0": dict(
+        onnx="efficientnet-lite0/model.onnx", data="imagenet-val-sample",
+        pre=["--resize", "256", "--crop", "224", "--scale", "0.00392156862745098", "--mean",
+             "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"], labels="prefix", calib_stride=1,
+        eval_stride=1, batch32=True, shape=[1, 3, 224, 224], top5=True,
+        note="the 500 photos are both the calibration and the evaluation set; dynamic batch"),
 }
 
 
@@ -255,6 +263,8 @@ class Runner:
                 self.result["errors"].append(f"{key}: {str(e)[-300:]}")
                 continue
             self.plans[key] = plan
+            if "multiply_adds" not in self.result:
+                self.result["multiply_adds"] = multiply_adds(self.qcc, plan)
             self.result["calibration"][key] = dict(
                 wall_s=wall, peak_mib=rss, samples=len(self.calib), compile_s=cwall,
                 compile_peak_mib=crss)
@@ -325,6 +335,26 @@ class Runner:
         return self.result
 
 
+def multiply_adds(qcc, plan):
+    """The multiply-adds of a batch-1 run of `plan` (`qcc inspect`), or None."""
+    out = subprocess.run([qcc, "inspect", plan], capture_output=True, text=True).stdout
+    m = re.search(r"multiply-adds at batch 1: (\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def cpu_peak(build):
+    """{isa: {threads: G operations/s}} from build/bench/cpu_peak (this CPU's fp32 FMA and int8
+    VNNI peak, measured), or {} without it."""
+    exe = os.path.join(build, "bench", "cpu_peak")
+    if not os.path.exists(exe):
+        return {}
+    out = subprocess.run([exe, "--threads", "2"], capture_output=True, text=True).stdout
+    peak = {}
+    for isa, threads, value in re.findall(r"isa=(\S+) threads=(\d+) \w+=([\d.]+)", out):
+        peak.setdefault(isa, {})[threads] = float(value)
+    return peak
+
+
 def versions(qcc):
     import numpy  # noqa: PLC0415
     import onnx  # noqa: PLC0415
@@ -375,6 +405,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     start = time.time()
     results = dict(meta=versions(qcc), quick=args.quick, models=[])
+    results["meta"]["peak"] = cpu_peak(build)
     results["meta"]["command"] = "bench/compare-ort" + (" --quick" if args.quick else "")
     results["meta"]["timing"] = (f"median of {args.repeats} fresh processes, each the median "
                                  f"of {{b1}} runs at batch 1 and {{b32}} at batch 32")

@@ -120,6 +120,7 @@ def markdown(results):
                 out.append(f"{r['model']}, {key}: " + ", ".join(
                     f"batch {c[1:].split('t')[0]} threads {c.split('t')[1]}: {v:.3f} ms"
                     for c, v in cols.items()) + ".")
+    out += roofline(results)
     out += ["", "## 4. Accuracy against latency", "",
             "![accuracy against batch-1 latency](benchmarks.svg)", "",
             "Batch-1 latency on 1 thread (log scale) against labelled top-1, every "
@@ -215,6 +216,49 @@ TRANSFORMERS_MARK = "<!-- transformers: bench/transformer_vs_ort.py -->"
 # Where the GPU section (written by hand from a scripts/gpu-check run on a GPU machine) starts:
 # compare-ort runs on the CPU and always keeps it.
 GPU_MARK = "<!-- gpu: scripts/gpu-check -->"
+
+
+def roofline(results):
+    """Section 3b: each timing as operations per second (2 per multiply-add of `qcc inspect`)
+    against this CPU's measured peak for the instructions the kernels use (bench/cpu_peak)."""
+    peak = results["meta"].get("peak") or {}
+    fp32_isa = "avx512-fma" if "avx512-fma" in peak else "avx2-fma"
+    int8_isa = "avx512-vnni" if "avx512-vnni" in peak else None
+    models = [r for r in results["models"] if r.get("multiply_adds")]
+    if not peak or not models:
+        return []
+    peaks = "; ".join(f"{isa}: " + ", ".join(f"{v:.0f} G/s on {t} thread{'s' if t != '1' else ''}"
+                                               for t, v in sorted(by.items()))
+                      for isa, by in peak.items())
+    out = ["", "### 3b. Against this CPU's peak", "",
+           "Operations per second (2 per multiply-add of the convolutions, matrix products and "
+           "attention that `qcc inspect` counts in the plan) of the medians above, and that as "
+           f"a share of this CPU's peak measured by `build/bench/cpu_peak` ({peaks}): fp32 rows "
+           f"against {fp32_isa}, int8 rows against {int8_isa or 'no VNNI (not shown)'}. ORT runs "
+           "the same multiply-adds.", "",
+           "| model | multiply-adds per image | method | batch | threads | qcc G/s | qcc % of peak "
+           "| ORT G/s | ORT u8 G/s |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in models:
+        macs = r["multiply_adds"]
+        t = r["timing"]
+        for method in ("fp32", "minmax"):
+            isa = fp32_isa if method == "fp32" else int8_isa
+            ort = "ORT fp32" if method == "fp32" else f"ORT {method} s8"
+            for batch in ([1, 32] if r["batch32"] else [1]):
+                for threads in (1, 2):
+                    k = f"b{batch}t{threads}"
+
+                    def gops(ms):
+                        return 2 * macs * batch / (ms * 1e-3) / 1e9 if ms else None
+
+                    q = gops(t.get(f"qcc {method}", {}).get(k))
+                    o = gops(t.get(ort, {}).get(k))
+                    u = None if method == "fp32" else gops(t.get(f"ORT {method} u8", {}).get(k))
+                    top = (peak.get(isa) or {}).get(str(threads)) if isa else None
+                    share = f"{100 * q / top:.1f}%" if q and top else "-"
+                    out.append(f"| {r['model']} | {macs / 1e6:.1f} M | {method} | {batch} | "
+                               f"{threads} | {f(q, 1)} | {share} | {f(o, 1)} | {f(u, 1)} |")
+    return out
 
 
 def full_markdown(results, old=""):

@@ -1,6 +1,7 @@
 // `qcc inspect MODEL.plan`: the plan's bindings, one line per step (kernel, precision, node,
-// output), and memory as a user thinks of it: parameters and weight bytes by dtype against the
-// fp32 model, and the activation arena against the no-reuse sum at the plan's batch sizes.
+// output), memory as a user thinks of it (parameters and weight bytes by dtype against the fp32
+// model, the activation arena against the no-reuse sum at the plan's batch sizes), and the
+// multiply-adds of a batch-1 run (what a roofline divides by time).
 
 #include <cstdio>
 #include <map>
@@ -55,6 +56,60 @@ absl::StatusOr<runtime::MemoryPlan> ArenaAt(const runtime::Plan& plan, int64_t b
     if (l.last_step < l.first_step) l.first_step = l.last_step = 0;
   }
   return runtime::PlanMemory(lifetimes);
+}
+
+/// Elements of buffer `id` at `batch`.
+int64_t ElementsAt(const runtime::Plan& plan, int32_t id, int64_t batch) {
+  int64_t n = 1;
+  for (int64_t d : plan.buffers[id].dims) n *= d < 0 ? batch : d;
+  return n;
+}
+
+/// The multiply-adds of a run at `batch`: convolutions, GEMMs, matrix products and attention's
+/// two products (the work a roofline counts; elementwise steps are left out).
+uint64_t MultiplyAdds(const runtime::Plan& plan, int64_t batch) {
+  using runtime::StepKind;
+  uint64_t total = 0;
+  for (const runtime::PlanStep& step : plan.steps) {
+    auto dims = [&](size_t i) -> const std::vector<int64_t>& {
+      return plan.buffers[step.inputs[i]].dims;
+    };
+    auto out = [&](size_t i) { return ElementsAt(plan, step.outputs[i], batch); };
+    switch (static_cast<StepKind>(step.kind)) {
+      case StepKind::kConv:
+      case StepKind::kQConv: {  // W [K, C/g, R, S]
+        const std::vector<int64_t>& w = dims(1);
+        total += out(0) * w[1] * w[2] * w[3];
+        break;
+      }
+      case StepKind::kQGemm:
+      case StepKind::kDynamicQGemm:  // W [N, K]
+        total += out(0) * dims(1)[1];
+        break;
+      case StepKind::kDynamicQGemms:  // X, then (W [N_i, K], scale, bias) per output
+        for (size_t i = 0; i < step.outputs.size(); ++i) total += out(i) * dims(1 + 3 * i)[1];
+        break;
+      case StepKind::kGemm: {
+        absl::StatusOr<runtime::GemmStepParams> g =
+            runtime::DecodeParams<runtime::GemmStepParams>(step);
+        const std::vector<int64_t>& a = dims(0);
+        if (g.ok() && a.size() == 2) total += out(0) * (g->trans_a != 0 ? a[0] : a[1]);
+        break;
+      }
+      case StepKind::kMatMul:  // A [.., M, K]
+        total += out(0) * dims(0).back();
+        break;
+      case StepKind::kAttention:
+      case StepKind::kQAttention: {  // Q [B, Sq, Hq*D], K [B, Skv, ..] -> Y [B, Sq, Hq*Dv]
+        const int64_t skv = dims(1)[1];
+        total += (ElementsAt(plan, step.inputs[0], batch) + out(0)) * skv;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return total;
 }
 
 }  // namespace
@@ -120,6 +175,10 @@ absl::Status InspectPlanCommand(const std::string& path) {
   std::vector<std::string> counts;
   for (const auto& [k, n] : kernels) counts.push_back(absl::StrCat(k, " x", n));
   std::printf("  steps: %zu (%s)\n", plan.steps.size(), absl::StrJoin(counts, ", ").c_str());
+  std::printf(
+      "compute\n  multiply-adds at batch 1: %llu (convolutions, matrix products and "
+      "attention)\n",
+      static_cast<unsigned long long>(MultiplyAdds(plan, 1)));
   std::fflush(stdout);
   return absl::OkStatus();
 }

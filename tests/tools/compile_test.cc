@@ -86,6 +86,12 @@ TEST_F(CompileTest, Resnet20PlanInspectsAndRuns) {
   }
   EXPECT_LT(NumberAfter(out, "activations at batch 1: arena "),
             NumberAfter(out, "activations at batch 32: arena "));
+  // Compute: each conv's weights times its output positions (32x32, 16x16, 8x8 by stage), and
+  // the classifier's 10x64.
+  constexpr double kResnet20MultiplyAdds = 16 * 3 * 9 * 1024 + 6 * 16 * 16 * 9 * 1024 +
+                                           (32 * 16 * 9 + 5 * 32 * 32 * 9) * 256 +
+                                           (64 * 32 * 9 + 5 * 64 * 64 * 9) * 64 + 10 * 64;
+  EXPECT_EQ(NumberAfter(out, "multiply-adds at batch 1: "), kResnet20MultiplyAdds) << out;
 
   // qcc run on the model's test data: the same top-1 class as the fp32 reference output, and
   // logits close to it.
