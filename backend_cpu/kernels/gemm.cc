@@ -6,21 +6,31 @@
 
 #include "backend_cpu/kernels/nn_parallel.h"
 
+// OpenBLAS's pthread build (the one Debian's alternatives pick) stops its worker pool here. Not
+// in cblas.h but exported by that build; weak, so a build without it (serial) leaves it null.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace qcc::cpu {
 
 namespace {
 
-/// Pins OpenBLAS to one thread, once, before its first use. GemmF32 splits a product over its
-/// caller's threads itself: OpenBLAS's idle workers spin in sched_yield after every threaded call,
-/// and on a 2-core machine that spinning steals the cores from every kernel that runs next
-/// (measured: small convolutions 10x slower).
-void PinOpenBlasToOneThread() {
-  static const bool pinned = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)pinned;
+/// Pins OpenBLAS to one thread and stops its worker pool. GemmF32 splits a product over its
+/// caller's threads itself and calls OpenBLAS on one thread only: OpenBLAS's idle workers spin in
+/// sched_yield after every threaded call, and on a 2-core machine that spinning steals the cores
+/// from every kernel that runs next (measured: small convolutions 10x slower). The pool also
+/// starts when the library loads and spins for about 0.1 s of every process (measured:
+/// efficientnet-lite0's int8 plan at batch 1 on 2 threads, 10 runs after 3 warm-ups, 4.4 ms
+/// against 2.9 ms without it), so this runs before main, as the program's statics start. A later
+/// threaded OpenBLAS call elsewhere in the process would start the pool again by itself. (The
+/// serial build would have no pool, but it is not safe to call from several threads at once:
+/// EngineConcurrencyTest fails with it.)
+bool PinOpenBlasToOneThread() {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  return true;
 }
+
+const bool kOpenBlasPinned = PinOpenBlasToOneThread();
 
 void SgemmSingleThread(const GemmF32Params& p, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
@@ -34,7 +44,7 @@ void SgemmSingleThread(const GemmF32Params& p, const float* a, const float* b, f
 
 void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
   if (p.m == 0 || p.n == 0) return;
-  PinOpenBlasToOneThread();
+  (void)kOpenBlasPinned;
   if (p.k == 0) {
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {

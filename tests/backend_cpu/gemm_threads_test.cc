@@ -4,13 +4,39 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <random>
 #include <vector>
 
 #include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/thread_pool.h"
 
 namespace qcc::cpu {
 namespace {
+
+TEST(GemmThreadsTest, OpenBlasStartsNoWorkerThreads) {
+  // gemm.cc stops OpenBLAS's worker pool as the program starts (it would spin on the other
+  // cores for about 0.1 s); a product afterwards runs on the calling thread and starts none. So
+  // this process has only its main thread and qcc's own pool workers. (ctest runs every test in
+  // a process of its own.)
+  const int m = 64, n = 64, k = 64;
+  std::vector<float> a(m * k, 1.0f), b(k * n, 1.0f), c(m * n);
+  GemmF32Params p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = k;
+  p.ldb = n;
+  p.ldc = n;
+  p.beta = 0.0f;
+  p.threads = 1;
+  GemmF32(p, a.data(), b.data(), c.data());
+  EXPECT_EQ(c[0], 64.0f);
+  const auto tasks = std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                   std::filesystem::directory_iterator());
+  EXPECT_EQ(tasks, 1 + ThreadPoolWorkerCount());
+}
 
 TEST(GemmThreadsTest, SameBitsAtEveryThreadCount) {
   std::mt19937 rng(7);
