@@ -15,13 +15,8 @@
 namespace qcc::cpu {
 namespace {
 
-TEST(GemmThreadsTest, OpenBlasStartsNoWorkerThreads) {
-  // gemm.cc stops OpenBLAS's worker pool as the program starts (it would spin on the other
-  // cores for about 0.1 s); a product afterwards runs on the calling thread and starts none. So
-  // this process has only its main thread and qcc's own pool workers. (ctest runs every test in
-  // a process of its own.)
-  const int m = 64, n = 64, k = 64;
-  std::vector<float> a(m * k, 1.0f), b(k * n, 1.0f), c(m * n);
+/// Row-major C [m, n] = A [m, k] B [k, n] on `threads` threads.
+GemmF32Params Product(int m, int n, int k, int threads) {
   GemmF32Params p;
   p.m = m;
   p.n = n;
@@ -30,8 +25,17 @@ TEST(GemmThreadsTest, OpenBlasStartsNoWorkerThreads) {
   p.ldb = n;
   p.ldc = n;
   p.beta = 0.0f;
-  p.threads = 1;
-  GemmF32(p, a.data(), b.data(), c.data());
+  p.threads = threads;
+  return p;
+}
+
+TEST(GemmThreadsTest, OpenBlasStartsNoWorkerThreads) {
+  // gemm.cc stops OpenBLAS's worker pool as the program starts (it would spin on the other
+  // cores for about 0.1 s); a product afterwards runs on the calling thread and starts none. So
+  // this process has only its main thread and qcc's own pool workers. (ctest runs every test in
+  // a process of its own.)
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64);
+  GemmF32(Product(64, 64, 64, 1), a.data(), b.data(), c.data());
   EXPECT_EQ(c[0], 64.0f);
   const auto tasks = std::distance(std::filesystem::directory_iterator("/proc/self/task"),
                                    std::filesystem::directory_iterator());
@@ -50,16 +54,8 @@ TEST(GemmThreadsTest, SameBitsAtEveryThreadCount) {
     std::vector<float> a(m * k), b(k * n);
     for (float& x : a) x = u(rng);
     for (float& x : b) x = u(rng);
-    GemmF32Params p;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.lda = k;
-    p.ldb = n;
-    p.ldc = n;
-    p.beta = 0.0f;
+    GemmF32Params p = Product(m, n, k, 1);
     std::vector<float> want(m * n);
-    p.threads = 1;
     GemmF32(p, a.data(), b.data(), want.data());
     for (int threads : {2, 3, 4}) {
       std::vector<float> got(m * n, -1.0f);
