@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "backend_cpu/kernels/conv.h"
 #include "backend_cpu/kernels/gemm.h"
 #include "backend_cpu/kernels/qelementwise.h"  // ConvertF16ToF32, ConvertF32ToF16
 #include "ir/printer.h"
@@ -55,7 +56,27 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
         widened_constants_.emplace(v, WidenToF32(*c, options_.num_threads));
       }
     }
+    if (node->kind() == ir::OpKind::kConv) PackConvWeights(*node);
   }
+}
+
+void Evaluator::PackConvWeights(const ir::Node& node) {
+  const ir::Value* wv = node.num_inputs() > 1 ? node.input(1) : nullptr;
+  if (wv == nullptr || wv->constant() == nullptr) return;
+  auto widened = widened_constants_.find(wv);
+  const Tensor& w = widened != widened_constants_.end() ? widened->second : *wv->constant();
+  if (w.dtype() != DType::kFloat32 || w.rank() < 3 || w.rank() > 5) return;
+  // The packing reads channels, groups and the kernel's volume only (PackConvF32Weights).
+  const int64_t group = node.attrs<ir::ConvAttrs>().group;
+  if (group < 1 || w.dim(0) % group != 0) return;  // the kernel reports the error
+  ConvF32Params p;
+  p.out_channels = w.dim(0);
+  p.in_channels = w.dim(1) * group;
+  p.groups = group;
+  p.kernel = {1, 1, 1};
+  for (int64_t a = 2; a < w.rank(); ++a) p.kernel[a - 2 + (5 - w.rank())] = w.dim(a);
+  std::vector<float> packed = PackConvF32Weights(p, w.data<float>());
+  if (!packed.empty()) packed_conv_weights_.emplace(&node, std::move(packed));
 }
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& graph,
@@ -223,6 +244,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     }
     OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads,
                   options_.on_observe ? &options_.on_observe : nullptr};
+    if (auto packed = packed_conv_weights_.find(node.get()); packed != packed_conv_weights_.end()) {
+      ctx.packed_conv_weights = &packed->second;
+    }
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
       if (out[i].dtype() != out_types[i].dtype) {

@@ -52,6 +52,8 @@ class Evaluator {
  private:
   Evaluator(const ir::Graph& graph, EvalOptions options);
   absl::Status CheckInputs(absl::Span<const Tensor> inputs) const;
+  /// Fills packed_conv_weights_ for a Conv node whose W is a constant.
+  void PackConvWeights(const ir::Node& node);
 
   const ir::Graph& graph_;
   EvalOptions options_;
@@ -62,6 +64,9 @@ class Evaluator {
   /// fp16 model's weights then take three times their bytes) and, like the model's own
   /// constants, are not counted against EvalOptions::max_memory, which bounds node outputs.
   absl::flat_hash_map<const ir::Value*, Tensor> widened_constants_;
+  /// Each Conv's constant weights packed for its kernel once (kernels/conv.h), where ConvF32
+  /// would pack them on every call; the same bits. Held and uncounted like widened_constants_.
+  absl::flat_hash_map<const ir::Node*, std::vector<float>> packed_conv_weights_;
 };
 
 /// Lists the nodes of `graph` whose op has no CPU kernel (empty when all are supported).

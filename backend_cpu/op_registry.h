@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -29,6 +30,9 @@ struct OpContext {
   int num_threads = 1;
   /// Where Observe nodes report (calibration); null: Observe does nothing.
   const ObserveFn* observe = nullptr;
+  /// Conv with a constant W: W packed once by the evaluator (kernels/conv.h's
+  /// PackConvF32Weights), or null.
+  const std::vector<float>* packed_conv_weights = nullptr;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs[i].defined(); }

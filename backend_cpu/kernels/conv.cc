@@ -187,23 +187,33 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
 }
 
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
-  if (UseDepthwiseDirect(p) || !ConvF32HasAvx512()) return {};
+  // Depthwise convolutions (but 1x1 ones) run direct on w; 1x1 ones pack per call.
+  if ((p.groups > 1 && p.IsDepthwise()) || !ConvF32HasAvx512()) return {};
   std::vector<float> packed(ConvF32Avx512PackedSize(p));
   PackConvF32Avx512(p, w, packed.data());
   return packed;
 }
 
+namespace {
+
+/// ConvF32WithPacked takes the packed path: ConvF32 would pick the AVX-512 microkernel.
+bool UsePacked(const ConvF32Params& p, const std::vector<float>& packed) {
+  return !packed.empty() && !UseDepthwiseDirect(p) && ConvF32HasAvx512();
+}
+
+}  // namespace
+
 int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed) {
-  return packed.empty() ? ConvF32WorkspaceSize(p) : ConvF32Avx512ColumnsSize(p);
+  return UsePacked(p, packed) ? ConvF32Avx512ColumnsSize(p) : ConvF32WorkspaceSize(p);
 }
 
 void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
                        const std::vector<float>& packed, const float* bias, float* y,
                        float* workspace) {
-  if (packed.empty()) {
-    ConvF32(p, x, w, bias, y, workspace);
-  } else {
+  if (UsePacked(p, packed)) {
     ConvF32Im2colAvx512Packed(p, x, packed.data(), bias, y, workspace);
+  } else {
+    ConvF32(p, x, w, bias, y, workspace);
   }
 }
 

@@ -47,7 +47,9 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
              float* workspace);
 
 /// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
-/// w as it is (depthwise, or no AVX-512). For ConvF32WithPacked on parameters of this shape.
+/// w as it is (depthwise, or no AVX-512). They depend on channels, groups and the kernel's
+/// volume only, not on batch, extents or threads. For ConvF32WithPacked on convolutions of
+/// the same weights.
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
 /// Floats of scratch ConvF32WithPacked needs.
 int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed);
