@@ -397,7 +397,9 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
   const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;
   NnParallelFor(
       p.num_threads, g.units(p.batch, p.groups), cost, [&](int64_t begin, int64_t end, int thread) {
-        float* col = col_base + thread * col_floats;
+        // Only the im2col path has bands (pointwise and implicit convolutions read x in place,
+        // and their `columns` may be null).
+        float* col = g.pointwise || g.implicit ? nullptr : col_base + thread * col_floats;
         TapLoad taps[kMaxImplicitTaps];
         for (int64_t u = begin; u < end; ++u) {
           const int64_t mc = u % g.m_chunks, band = u / g.m_chunks % g.bands;
