@@ -53,15 +53,12 @@ absl::Status RunConv(OpContext& ctx) {
   QCC_RETURN_IF_ERROR(FillWindow(ctx, *spec, in, SpatialDims(y), pad_begin, p));
   QCC_ASSIGN_OR_RETURN(p.activation, FusedActivationOf(ctx, a));
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  if (ctx.packed_conv_weights != nullptr) {
-    const std::vector<float>& packed = *ctx.packed_conv_weights;
-    float* workspace = ScratchF32(ConvF32WithPackedWorkspaceSize(p, packed));
-    ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias, y.data<float>(),
-                      workspace);
-    return absl::OkStatus();
-  }
-  float* workspace = ScratchF32(ConvF32WorkspaceSize(p));
-  ConvF32(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), workspace);
+  // W packed by the evaluator, or nothing: ConvF32WithPacked then packs as ConvF32 does.
+  static const std::vector<float> kNotPacked;
+  const std::vector<float>& packed =
+      ctx.packed_conv_weights != nullptr ? *ctx.packed_conv_weights : kNotPacked;
+  float* workspace = ScratchF32(ConvF32WithPackedWorkspaceSize(p, packed));
+  ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias, y.data<float>(), workspace);
   return absl::OkStatus();
 }
 
