@@ -159,7 +159,9 @@ TEST(NnConvTest, MatchesNaiveConvolution) {
 
 // Every kernel behind ConvF32 (sgemm, AVX-512 microkernel, direct depthwise) against the
 // oracle, called directly with 1 and 3 threads: the op tests above only reach the one that
-// ConvF32 picks on this CPU.
+// ConvF32 picks on this CPU. And W packed once (PackConvF32Weights, at batch 1 on one thread, as
+// a plan's Conv step does) with ConvF32WithPacked gives ConvF32's bits at the case's batch and
+// every thread count (the packing depends on the convolution's shape only).
 TEST(NnConvTest, EveryKernelMatchesNaive) {
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
@@ -170,10 +172,22 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
     cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
     const Tensor want = NaiveConv(x, w, b, cc.group, strides, dilations, pb, out);
     const float* bias = b.defined() ? b.data<float>() : nullptr;
+    cpu::ConvF32Params one = p;
+    one.batch = 1;
+    const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
+    EXPECT_EQ(packed.empty(),
+              !cpu::ConvF32HasAvx512() || (p.IsDepthwise() && cc.group > 1 && !p.IsPointwise()));
     for (int threads : {1, 3}) {
       p.num_threads = threads;
+      Tensor direct(DType::kFloat32, want.dims()), with_packed(DType::kFloat32, want.dims());
+      std::vector<float> ws(cpu::ConvF32WorkspaceSize(p) + 1);
+      cpu::ConvF32(p, x.data<float>(), w.data<float>(), bias, direct.data<float>(), ws.data());
+      ws.assign(cpu::ConvF32WithPackedWorkspaceSize(p, packed) + 1, 0.0f);
+      cpu::ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias,
+                             with_packed.data<float>(), ws.data());
+      EXPECT_EQ(CompareTensors(with_packed, direct, 0, 0), "") << "packed, threads " << threads;
       Tensor y(DType::kFloat32, want.dims());
-      std::vector<float> ws(cpu::ConvF32Im2colWorkspaceSize(p) + 1);
+      ws.assign(cpu::ConvF32Im2colWorkspaceSize(p) + 1, 0.0f);
       cpu::ConvF32Im2col(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), ws.data());
       EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "sgemm, threads " << threads;
       if (cpu::ConvF32HasAvx512()) {
@@ -194,38 +208,6 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
         EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "")
             << "depthwise avx512, threads " << threads;
       }
-    }
-  }
-}
-
-// A plan's Conv step packs W once (PackConvF32Weights, at batch 1 on one thread) and runs
-// ConvF32WithPacked: the bits of ConvF32, which packs on every call, at any batch and thread
-// count (the packing depends on the convolution's shape only).
-TEST(NnConvTest, WeightsPackedOnceGiveConvF32sBits) {
-  for (const ConvCase& cc : Cases()) {
-    SCOPED_TRACE(cc.name);
-    const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 4);
-    const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 5);
-    const Tensor b = cc.bias ? RandomF32({cc.m}, 6) : Tensor();
-    std::vector<int64_t> strides, dilations, pb, out;
-    cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
-    p.batch = 1;
-    const std::vector<float> packed = cpu::PackConvF32Weights(p, w.data<float>());
-    EXPECT_EQ(packed.empty(),
-              !cpu::ConvF32HasAvx512() || (p.IsDepthwise() && cc.group > 1 && !p.IsPointwise()));
-    p.batch = cc.n;
-    const float* bias = b.defined() ? b.data<float>() : nullptr;
-    std::vector<int64_t> dims = {cc.n, cc.m};
-    dims.insert(dims.end(), out.begin(), out.end());
-    for (int threads : {1, 3}) {
-      p.num_threads = threads;
-      Tensor want(DType::kFloat32, dims), got(DType::kFloat32, dims);
-      std::vector<float> ws(cpu::ConvF32WorkspaceSize(p) + 1);
-      cpu::ConvF32(p, x.data<float>(), w.data<float>(), bias, want.data<float>(), ws.data());
-      std::vector<float> ws2(cpu::ConvF32WithPackedWorkspaceSize(p, packed) + 1);
-      cpu::ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias, got.data<float>(),
-                             ws2.data());
-      EXPECT_EQ(CompareTensors(got, want, 0, 0), "") << "threads " << threads;
     }
   }
 }
