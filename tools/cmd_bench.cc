@@ -1,5 +1,5 @@
 // `qcc bench MODEL.onnx|MODEL.plan [--batch N] [--threads N] [--warmup K] [--iters K] [--shape
-// NAME=DIMS]`
+// NAME=DIMS] [--profile]`
 
 #include <unistd.h>
 
@@ -14,15 +14,18 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backend_cpu/evaluator.h"
+#include "ir/op_kind.h"
 #include "ir/printer.h"
 #include "passes/passes.h"
 #include "runtime/engine.h"
+#include "runtime/steps.h"
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/plan_session.h"
@@ -137,6 +140,78 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Time per step (a plan's step, or a node of the fused graph), from the runtime's step observer
+// or the evaluator's value callback: each is called right after its step, so the time since the
+// previous call is that step's. A step with several outputs is timed at its first.
+class StepProfile {
+ public:
+  struct Row {
+    std::string kind, name;
+    double ms = 0;  // summed over the profiled runs
+  };
+  explicit StepProfile(std::vector<Row> rows) : rows_(std::move(rows)) {}
+
+  void Reset() {
+    for (Row& r : rows_) r.ms = 0;
+    runs_ = 0;
+  }
+  void BeginRun() {
+    last_ = std::chrono::steady_clock::now();
+    last_step_ = -1;
+    ++runs_;
+  }
+  void StepDone(int64_t step) {
+    if (step == last_step_) return;
+    const auto now = std::chrono::steady_clock::now();
+    rows_[static_cast<size_t>(step)].ms +=
+        std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    last_step_ = step;
+  }
+
+  // Every step, slowest first, then every step kind, each as ms per run and share of the sum.
+  void Print() const {
+    double total = 0;
+    for (const Row& r : rows_) total += r.ms;
+    const double runs = std::max(runs_, 1);
+    std::vector<size_t> order(rows_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return rows_[a].ms > rows_[b].ms; });
+    std::printf("profile: %d runs, %zu steps, %.4g ms per run in steps\n", runs_, rows_.size(),
+                total / runs);
+    std::printf("  %-6s %9s %6s  %-22s %s\n", "step", "ms/run", "share", "kind", "name");
+    for (size_t k = 0; k < order.size(); ++k) {
+      const Row& r = rows_[order[k]];
+      std::printf("  %-6zu %9.4f %5.1f%%  %-22s %s\n", order[k], r.ms / runs,
+                  total > 0 ? 100.0 * r.ms / total : 0.0, r.kind.c_str(), r.name.c_str());
+    }
+    std::vector<std::string> kinds;
+    absl::flat_hash_map<std::string, std::pair<double, int>> by_kind;
+    for (const Row& r : rows_) {
+      auto [it, added] = by_kind.try_emplace(r.kind, 0.0, 0);
+      if (added) kinds.push_back(r.kind);
+      it->second.first += r.ms;
+      ++it->second.second;
+    }
+    std::stable_sort(kinds.begin(), kinds.end(), [&](const std::string& a, const std::string& b) {
+      return by_kind[a].first > by_kind[b].first;
+    });
+    std::printf("  %-22s %6s %9s %6s\n", "by kind", "steps", "ms/run", "share");
+    for (const std::string& k : kinds) {
+      const auto& [ms, count] = by_kind[k];
+      std::printf("  %-22s %6d %9.4f %5.1f%%\n", k.c_str(), count, ms / runs,
+                  total > 0 ? 100.0 * ms / total : 0.0);
+    }
+  }
+
+ private:
+  std::vector<Row> rows_;
+  int runs_ = 0;
+  int64_t last_step_ = -1;
+  std::chrono::steady_clock::time_point last_{};
+};
+
 }  // namespace
 
 absl::Status BenchCommand(const BenchOptions& opts) {
@@ -151,6 +226,10 @@ absl::Status BenchCommand(const BenchOptions& opts) {
   std::unique_ptr<ir::Graph> graph;
   std::unique_ptr<cpu::Evaluator> evaluator;
   std::unique_ptr<PlanSession> session;
+  // With --profile: a second, observed way to run (the timed runs stay unobserved).
+  std::function<absl::Status(const std::vector<Tensor>&)> profiled_run;
+  std::unique_ptr<StepProfile> profile;
+  std::unique_ptr<cpu::Evaluator> profiled_evaluator;
   QCC_ASSIGN_OR_RETURN(const int64_t max_memory, ParseMaxMemory(opts.max_memory));
   if (absl::EndsWithIgnoreCase(opts.model, ".plan")) {
     QCC_ASSIGN_OR_RETURN(session, PlanSession::Open(opts.model, opts.device, threads, max_memory));
@@ -163,6 +242,26 @@ absl::Status BenchCommand(const BenchOptions& opts) {
       shapes.push_back(dims);
     }
     run = [&](const std::vector<Tensor>& feeds) { return session->Run(feeds).status(); };
+    if (opts.profile) {
+      if (session->cpu_context() == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--profile times the steps of the CPU runtime; '", opts.model,
+                         "' runs on ", session->device(), " here: give --device cpu"));
+      }
+      std::vector<StepProfile::Row> rows;
+      for (const runtime::PlanStep& step : engine->plan().steps) {
+        rows.push_back({std::string(runtime::StepKindName(step.kind)), step.name});
+      }
+      profile = std::make_unique<StepProfile>(std::move(rows));
+      profiled_run = [&](const std::vector<Tensor>& feeds) {
+        session->cpu_context()->set_step_observer(
+            [&](size_t step, int32_t, const Tensor&) { profile->StepDone(step); });
+        profile->BeginRun();
+        absl::Status status = session->Run(feeds).status();
+        session->cpu_context()->set_step_observer(nullptr);
+        return status;
+      };
+    }
   } else {
     QCC_ASSIGN_OR_RETURN(graph, LoadModel(opts.model));
     QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
@@ -173,6 +272,25 @@ absl::Status BenchCommand(const BenchOptions& opts) {
     QCC_ASSIGN_OR_RETURN(shapes, InputShapes(*graph, opts));
     for (const ir::Value* v : graph->inputs()) inputs.emplace_back(v->name(), v->dtype());
     run = [&](const std::vector<Tensor>& feeds) { return evaluator->Run(feeds).status(); };
+    if (opts.profile) {
+      std::vector<StepProfile::Row> rows;
+      absl::flat_hash_map<const ir::Node*, int64_t> index;
+      for (const auto& node : graph->nodes()) {
+        index[node.get()] = static_cast<int64_t>(rows.size());
+        rows.push_back({std::string(ir::OpName(node->kind())), node->name()});
+      }
+      profile = std::make_unique<StepProfile>(std::move(rows));
+      cpu::EvalOptions observed = eval_options;
+      observed.on_value = [&, index](const ir::Value& v, const Tensor&) {
+        auto it = index.find(v.producer());
+        if (it != index.end()) profile->StepDone(it->second);
+      };
+      QCC_ASSIGN_OR_RETURN(profiled_evaluator, cpu::Evaluator::Create(*graph, observed));
+      profiled_run = [&](const std::vector<Tensor>& feeds) {
+        profile->BeginRun();
+        return profiled_evaluator->Run(feeds).status();
+      };
+    }
   }
 
   std::mt19937 rng(opts.seed);
@@ -206,6 +324,15 @@ absl::Status BenchCommand(const BenchOptions& opts) {
       const auto stop = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
+    if (profile != nullptr) {
+      // As many observed runs as timed ones, after one to warm the second evaluator up.
+      if (profiled_evaluator != nullptr) QCC_RETURN_IF_ERROR(profiled_run(feeds));
+      profile->Reset();
+      for (int i = 0; i < opts.iters; ++i) {
+        progress.Update("profiled run", i + 1, opts.iters);
+        QCC_RETURN_IF_ERROR(profiled_run(feeds));
+      }
+    }
   }
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
@@ -214,6 +341,7 @@ absl::Status BenchCommand(const BenchOptions& opts) {
   const double p90 = ms[static_cast<size_t>(std::ceil(0.9 * n)) - 1];
   const double throughput = static_cast<double>(batch) * 1000.0 / median;
 
+  if (profile != nullptr) profile->Print();
   std::printf("latency: median %.4g ms, p90 %.4g ms (%d iterations after %d warmup, %d threads)\n",
               median, p90, opts.iters, opts.warmup, threads);
   std::printf("throughput: %.1f samples/s\n", throughput);

@@ -141,6 +141,7 @@ struct BenchOptions {
   std::vector<std::string> shapes;  // "NAME=D0,D1,..." for inputs with other dynamic extents
   uint32_t seed = 0;
   std::string device = "cpu";  // a plan's device: cpu, cuda or auto
+  bool profile = false;        // --profile: time each step too (CPU only)
 };
 
 /// `qcc bench`: times the fp32 CPU evaluator on seeded random inputs and prints median and p90

@@ -373,6 +373,9 @@ int Main(int argc, char** argv) {
       ->check(NameEqualsValue("--shape x=1,3,640,640"))
       ->allow_extra_args(false);
   bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs");
+  bench_cmd->add_flag("--profile", bench.profile,
+                      "Then as many runs again timing each step: the slowest steps and the time "
+                      "per step kind (CPU runtime and evaluator)");
 
   try {
     app.parse(argc, argv);

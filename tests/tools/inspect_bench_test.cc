@@ -1,5 +1,6 @@
 // `qcc inspect` and `qcc bench` on real models, and their error paths.
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -141,6 +142,56 @@ TEST_F(ToolsBenchTest, OtherDynamicExtentsNeedAShape) {
   EXPECT_NE(r.out.find("input 'x': f32[1,5]"), std::string::npos) << r.out;
   ExpectOneLineError(Qcc({"bench", model, "--shape", "z=1,5"}), {"'z'", "'x'"});
   ExpectOneLineError(Qcc({"bench", model, "--shape", "x=1,five"}), {"--shape", "x=1,five"});
+}
+
+// --profile: one row per step (a node of the fused graph, or a plan step) and one per step kind,
+// above the usual summary lines.
+void ExpectProfile(const QccResult& r, int iters, const std::string& step_kind) {
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  size_t head = 0;
+  while (head < lines.size() && lines[head].rfind("profile: ", 0) != 0) ++head;
+  ASSERT_LT(head, lines.size()) << r.out;
+  int runs = 0, steps = 0;
+  ASSERT_EQ(std::sscanf(lines[head].c_str(), "profile: %d runs, %d steps", &runs, &steps), 2);
+  EXPECT_EQ(runs, iters);
+  ASSERT_GT(steps, 0);
+  // Step rows: "  INDEX  MS  SHARE%  KIND  NAME"; each index once, shares summing to 100%.
+  std::vector<bool> seen(static_cast<size_t>(steps), false);
+  double share_sum = 0;
+  bool kind_seen = false;
+  size_t i = head + 2;
+  for (; i < lines.size() && i < head + 2 + static_cast<size_t>(steps); ++i) {
+    std::vector<std::string> f = absl::StrSplit(lines[i], ' ', absl::SkipEmpty());
+    ASSERT_GE(f.size(), 4u) << lines[i];
+    int index = -1;
+    double ms = -1, share = -1;
+    ASSERT_TRUE(absl::SimpleAtoi(f[0], &index)) << lines[i];
+    ASSERT_TRUE(absl::SimpleAtod(f[1], &ms)) << lines[i];
+    ASSERT_TRUE(absl::SimpleAtod(f[2].substr(0, f[2].size() - 1), &share)) << lines[i];
+    ASSERT_GE(index, 0);
+    ASSERT_LT(index, steps);
+    EXPECT_FALSE(seen[static_cast<size_t>(index)]) << "step " << index << " twice";
+    seen[static_cast<size_t>(index)] = true;
+    EXPECT_GE(ms, 0);
+    share_sum += share;
+    kind_seen |= f[3] == step_kind;
+  }
+  EXPECT_EQ(i, head + 2 + static_cast<size_t>(steps)) << r.out;
+  EXPECT_NEAR(share_sum, 100.0, 0.1 * steps);
+  EXPECT_TRUE(kind_seen) << step_kind << " in\n" << r.out;
+  ASSERT_LT(i, lines.size());
+  EXPECT_EQ(lines[i].rfind("  by kind", 0), 0u) << lines[i];
+  EXPECT_NE(r.out.find("  " + step_kind + " "), std::string::npos);
+  EXPECT_EQ(Lines(r.out).back().rfind("bench: ", 0), 0u);  // still the last line
+}
+
+TEST_F(ToolsBenchTest, ProfileTimesEveryStep) {
+  // mnist-8's fused graph on the evaluator, then its fp32 plan on the runtime.
+  ExpectProfile(Qcc({"bench", Mnist(), "--iters", "3", "--profile"}), 3, "Conv");
+  const std::string plan = Path("mnist.plan");
+  ASSERT_EQ(Qcc({"compile", Mnist(), "--fp32", "-o", plan}).exit_code, 0);
+  ExpectProfile(Qcc({"bench", plan, "--iters", "2", "--profile"}), 2, "Conv");
 }
 
 TEST_F(ToolsBenchTest, BadModelIsAnError) {
