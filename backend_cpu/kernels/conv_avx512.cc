@@ -45,7 +45,11 @@ int64_t OddLineStride(int64_t floats) {
 }
 
 struct Geometry {
-  int64_t cg, mg, k, kvol, m_blocks, rows, band_rows, bands, m_chunks, m_chunk_blocks;
+  int64_t cg, mg, k, kvol, m_blocks, m_chunks, m_chunk_blocks;
+  // The output positions of one image as `rows` rows of `row_len`, split into `bands` bands of
+  // `band_rows` rows. A pointwise convolution's positions are one flat run (row_len 1), so its
+  // bands can end on whole tiles.
+  int64_t rows, row_len, band_rows, bands;
   bool pointwise, implicit;
   int64_t units(int64_t batch, int64_t groups) const { return batch * groups * bands * m_chunks; }
 };
@@ -57,26 +61,39 @@ Geometry GeometryOf(const ConvF32Params& p) {
   g.kvol = p.kernel_size();
   g.k = g.cg * g.kvol;
   g.m_blocks = (g.mg + kMr - 1) / kMr;
-  g.rows = std::max<int64_t>(1, p.out[0] * p.out[1]);
   g.pointwise = p.IsPointwise();
   g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
                p.out[2] % 16 == 0 && g.kvol <= kMaxImplicitTaps;
+  g.row_len = g.pointwise ? 1 : p.out[2];
+  g.rows =
+      g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
   const int64_t threads = std::max(1, p.num_threads);
   const int64_t images = p.batch * p.groups;
-  if (g.pointwise || g.implicit) {
-    // No im2col buffer: bands only to give every thread work.
-    g.band_rows = images >= 2 * threads ? g.rows : std::max<int64_t>(1, g.rows / (2 * threads));
-  } else {
+  g.m_chunks = 1;
+  if (!g.pointwise && !g.implicit) {
     g.band_rows =
         std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * p.out[2]), 1, g.rows);
+  } else if (threads == 1 || images >= 2 * threads) {
+    g.band_rows = g.rows;  // one piece per image (and group)
+  } else {
+    // No im2col buffer: the output is split only to give every thread two pieces. Blocks of
+    // output channels split without waste; bands of positions each end in a partial tile. So a
+    // convolution with more weights than positions per channel (the late, small layers) splits
+    // its channels first, and one with large planes splits its positions first (each thread
+    // then reads only its part of x).
+    const int64_t want = (2 * threads + images - 1) / images;
+    const bool channels_first = g.mg >= g.rows * g.row_len;
+    if (channels_first) g.m_chunks = std::min(g.m_blocks, want);
+    const int64_t parts = (want + g.m_chunks - 1) / g.m_chunks;
+    g.band_rows = std::max<int64_t>(1, (g.rows + parts - 1) / parts);
+    // A pointwise band is a whole number of tiles.
+    if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + kNr - 1) / kNr * kNr);
+    if (!channels_first) {
+      const int64_t bands = (g.rows + g.band_rows - 1) / g.band_rows;
+      g.m_chunks = std::min(g.m_blocks, (want + bands - 1) / bands);
+    }
   }
   g.bands = (g.rows + g.band_rows - 1) / g.band_rows;
-  // Without an im2col buffer to share, blocks of output channels are free to split as well.
-  g.m_chunks = 1;
-  const int64_t units = images * g.bands;
-  if ((g.pointwise || g.implicit) && units > 0 && units < 2 * threads) {
-    g.m_chunks = std::min(g.m_blocks, (2 * threads + units - 1) / units);
-  }
   g.m_chunk_blocks = (g.m_blocks + g.m_chunks - 1) / g.m_chunks;
   g.m_chunks = (g.m_blocks + g.m_chunk_blocks - 1) / g.m_chunk_blocks;
   return g;
@@ -307,6 +324,76 @@ QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_tap
   }
 }
 
+/// DepthwisePlane for kernel height KH, vertical stride SY and dilation 1, with each input row
+/// segment loaded once for every output row of the group that reads it (KH, or KH/2 with stride
+/// 2), where DepthwisePlane loads it once per output row and tap. Each output still adds its taps
+/// in DepthwisePlane's order (kernel row, then column), so the two give the same bits.
+template <int KH, int SY>
+QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg_taps,
+                                   const float* xp, const float* wm, float bias, float* yp) {
+  constexpr int R = 4;                      // output rows per group
+  constexpr int kSpan = (R - 1) * SY + KH;  // input rows they read
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kw = p.kernel[2];
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const bool stride1 = p.stride[2] == 1;
+  for (int64_t oy = 0; oy < oh; oy += R) {
+    const float* rows[kSpan];  // null where outside x
+    for (int j = 0; j < kSpan; ++j) {
+      const int64_t iy = oy * SY - p.pad[1] + j;
+      rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
+    }
+    const SegmentTap* st = seg_taps;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
+      __m512 acc[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);
+#pragma GCC unroll 16
+      for (int j = 0; j < kSpan; ++j) {
+        if (rows[j] == nullptr) continue;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const __m512 v = LoadSegment(stride1, even, st[kx], rows[j]);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const int ky = j - r * SY;
+            if (ky >= 0 && ky < KH) {
+              acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wm[ky * kw + kx]), v, acc[r]);
+            }
+          }
+        }
+      }
+      const __mmask16 m = LaneMask(0, ow - ox0);
+      float* y0 = yp + oy * ow + ox0;
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        if (oy + r >= oh) break;
+        _mm512_mask_storeu_ps(y0 + r * ow, m, activate ? Activate(acc[r], lo, hi, slope) : acc[r]);
+      }
+    }
+  }
+}
+
+using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
+                                  const float*, float, float*);
+
+/// The plane kernel for `p`: a DepthwisePlaneRows instance where one fits.
+DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
+  if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
+  const bool s1 = p.stride[1] == 1;
+  switch (p.kernel[1]) {
+    case 3:
+      return s1 ? DepthwisePlaneRows<3, 1> : DepthwisePlaneRows<3, 2>;
+    case 5:
+      return s1 ? DepthwisePlaneRows<5, 1> : DepthwisePlaneRows<5, 2>;
+    case 7:
+      return s1 ? DepthwisePlaneRows<7, 1> : DepthwisePlaneRows<7, 2>;
+    default:
+      return DepthwisePlane;
+  }
+}
+
 }  // namespace
 
 bool ConvF32HasAvx512() { return Cpu().avx512f; }
@@ -336,13 +423,14 @@ void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float*
       }
     }
   }
+  const DepthwisePlaneFn plane_fn = PickDepthwisePlane(p);
   NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
                 [&](int64_t begin, int64_t end) {
                   for (int64_t plane = begin; plane < end; ++plane) {
                     const int64_t n = plane / p.out_channels, m = plane % p.out_channels;
                     const float* xp = x + (n * p.in_channels + m / mult) * in_sp;
-                    DepthwisePlane(p, seg_taps, xp, w + m * kvol, bias != nullptr ? bias[m] : 0.0f,
-                                   y + plane * out_sp);
+                    plane_fn(p, seg_taps, xp, w + m * kvol, bias != nullptr ? bias[m] : 0.0f,
+                             y + plane * out_sp);
                   }
                 });
 }
@@ -389,7 +477,7 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
 void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
                                const float* bias, float* y, float* columns) {
   const Geometry g = GeometryOf(p);
-  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = p.out[2];
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = g.row_len;
   if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
   float* col_base = columns;
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
@@ -420,20 +508,30 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
             internal::Im2colRowsF32(p, g.cg, xg, r0, r1, col, ldb, 0, 1);
             b = col;
           }
-          for (int64_t j = 0; j < cols; j += kNr) {
+          auto tile = [&](int64_t mb, int64_t j) {
             __mmask16 m0, m1;
             ColumnMasks(j, cols, m0, m1);
-            if (g.implicit) ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
+            const int64_t rows = std::min(kMr, g.mg - mb * kMr);
+            const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
+            float* c = yg + mb * kMr * out_sp + j;
+            if (g.implicit) {
+              kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, act,
+                                   c, out_sp, m0, m1);
+            } else {
+              kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, act, c, out_sp, m0, m1);
+            }
+          };
+          if (!g.implicit && (mb1 - mb0) * kMr > cols) {
+            // More weights than columns (the late layers): each block of weights is read once
+            // and stays in L1 across the columns, which stay in L2.
             for (int64_t mb = mb0; mb < mb1; ++mb) {
-              const int64_t rows = std::min(kMr, g.mg - mb * kMr);
-              const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
-              float* c = yg + mb * kMr * out_sp + j;
-              if (g.implicit) {
-                kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb,
-                                     act, c, out_sp, m0, m1);
-              } else {
-                kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, act, c, out_sp, m0, m1);
-              }
+              for (int64_t j = 0; j < cols; j += kNr) tile(mb, j);
+            }
+          } else {
+            // Each column tile stays in L1 across the blocks of weights.
+            for (int64_t j = 0; j < cols; j += kNr) {
+              if (g.implicit) ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
+              for (int64_t mb = mb0; mb < mb1; ++mb) tile(mb, j);
             }
           }
         }

@@ -136,6 +136,12 @@ const std::vector<ConvCase>& Cases() {
       {"depthwise_wide_rows_stride2", 2, 5, 5, 5, {6, 41}, {3, 5}, {2, 2}, {}, {1, 2, 1, 2}},
       {"depthwise_wide_rows_dilated", 1, 3, 6, 3, {5, 37}, {3, 3}, {}, {1, 3}, {1, 3, 1, 3}},
       {"depthwise_stride2_dilated_odd", 1, 4, 4, 4, {7, 35}, {2, 3}, {1, 2}, {2, 2}, {0, 1, 1, 2}},
+      // DepthwisePlaneRows: kernel heights 3, 5 and 7, vertical stride 1 and 2, planes whose
+      // height is not a multiple of its 4-row groups, TF-style "same" pads (more at the end).
+      {"depthwise_5x5_stride2_same_pads", 2, 6, 6, 6, {14, 14}, {5, 5}, {2, 2}, {}, {1, 1, 2, 2}},
+      {"depthwise_7x7_stride1", 1, 3, 3, 3, {11, 18}, {7, 7}, {}, {}, {3, 3, 3, 3}},
+      {"depthwise_7x7_stride2_wide", 1, 2, 2, 2, {13, 40}, {7, 7}, {2, 2}, {}, {3, 3, 3, 3}},
+      {"depthwise_3x3_stride_2x1", 1, 4, 4, 4, {10, 9}, {3, 3}, {2, 1}, {}, {1, 1, 1, 1}},
       {"kernel_covers_input", 1, 3, 2, 1, {4, 4}, {4, 4}},
       {"conv1d", 2, 3, 4, 1, {10}, {3}, {2}, {}, {1, 1}},
       {"conv3d", 1, 2, 3, 1, {4, 5, 6}, {2, 3, 3}, {1, 2, 1}, {}, {0, 1, 1, 1, 0, 1}},
@@ -144,6 +150,10 @@ const std::vector<ConvCase>& Cases() {
       {"channel_tail_13_odd_width", 2, 5, 13, 1, {9, 37}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"banded_wide_k", 1, 64, 24, 1, {40, 40}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"pointwise_large_grouped", 2, 32, 48, 2, {17, 19}, {1, 1}},
+      // More output channels than positions: the pointwise path splits channels first and
+      // walks blocks of weights in the outer loop.
+      {"pointwise_small_map_many_channels", 1, 40, 72, 1, {7, 7}, {1, 1}},
+      {"pointwise_small_map_batch2", 2, 24, 80, 1, {5, 3}, {1, 1}},
       // Stride 1 with output rows of whole 16-lane vectors: the AVX-512 implicit-im2col path.
       {"implicit_w16_dilated_pads", 2, 6, 10, 1, {7, 16}, {3, 3}, {}, {1, 2}, {1, 2, 1, 2}},
       {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
