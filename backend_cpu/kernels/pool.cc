@@ -85,6 +85,15 @@ QCC_AVX512_POOL_F32 inline __m512 TapsX16(const float* at, int64_t sx, __m512i e
   return _mm512_permutex2var_ps(_mm512_loadu_ps(at), even, _mm512_maskz_loadu_ps(0x7fff, at + 16));
 }
 
+/// TapsX16 for the first `n` < 16 outputs only: nothing read past the last one's tap (the other
+/// lanes are 0).
+QCC_AVX512_POOL_F32 inline __m512 TapsPartial(const float* at, int64_t sx, __m512i even,
+                                              __mmask16 lanes, __mmask16 lo, __mmask16 hi) {
+  if (sx == 1) return _mm512_maskz_loadu_ps(lanes, at);
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, at), even,
+                                _mm512_maskz_loadu_ps(hi, at + 16));
+}
+
 QCC_AVX512_POOL_F32 int64_t MaxPoolRowAvx512(const PoolF32Params& p, const float* plane,
                                              int64_t iy0, int64_t ky_taps, int64_t ox0, int64_t ox1,
                                              int64_t start_x0, float* y) {
@@ -100,6 +109,23 @@ QCC_AVX512_POOL_F32 int64_t MaxPoolRowAvx512(const PoolF32Params& p, const float
       }
     }
     _mm512_storeu_ps(y + ox, best);
+  }
+  if (ox < ox1) {
+    // The last 1..15 outputs: the same scan on masked loads, so a row narrower than 16 (or its
+    // tail) does not fall back to the scalar loop.
+    const int64_t n = ox1 - ox, floats = (n - 1) * sx + 1;  // lane n-1 reads float floats-1
+    const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+    const __mmask16 lo = floats >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << floats) - 1);
+    const __mmask16 hi = floats <= 16 ? 0 : static_cast<__mmask16>((1u << (floats - 16)) - 1);
+    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;
+    __m512 best = TapsPartial(first, sx, even, lanes, lo, hi);
+    for (int64_t ky = 0; ky < ky_taps; ++ky) {
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        best = _mm512_max_ps(TapsPartial(first + ky * w + kx, sx, even, lanes, lo, hi), best);
+      }
+    }
+    _mm512_mask_storeu_ps(y + ox, lanes, best);
+    ox = ox1;
   }
   return ox;
 }
@@ -143,6 +169,18 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
   const bool fast_rows = Cpu().avx512f && p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 &&
                          table.k0[0][0] < table.k1[0][0] && p.dilation[1] == 1 &&
                          p.dilation[2] == 1 && (p.stride[2] == 1 || p.stride[2] == 2);
+  // The outputs [whole_begin, whole_end) of a row whose windows are whole along x (the same
+  // for every row): a run, since window starts grow with the output.
+  int64_t whole_begin = 0;
+  while (whole_begin < p.out[2] &&
+         (table.k0[2][whole_begin] != 0 || table.k1[2][whole_begin] != p.kernel[2])) {
+    ++whole_begin;
+  }
+  int64_t whole_end = whole_begin;
+  while (whole_end < p.out[2] && table.k0[2][whole_end] == 0 &&
+         table.k1[2][whole_end] == p.kernel[2]) {
+    ++whole_end;
+  }
   NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* xp = x + plane * in_sp;
@@ -153,22 +191,14 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
         for (int64_t oy = 0; oy < p.out[1]; ++oy) {
           float* yr = yp + oy * p.out[2];
           const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
-          int64_t ox = 0;
           if (ky0 < ky1) {
-            while (ox < p.out[2] && (table.k0[2][ox] != 0 || table.k1[2][ox] != p.kernel[2])) ++ox;
-            int64_t whole_end = ox;
-            while (whole_end < p.out[2] && table.k0[2][whole_end] == 0 &&
-                   table.k1[2][whole_end] == p.kernel[2]) {
-              ++whole_end;
-            }
+            const int64_t ox = whole_begin;
             const int64_t done = ox < whole_end
                                      ? MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0,
                                                         ox, whole_end, table.start[2][ox], yr)
                                      : ox;
-            for (int64_t o = 0; o < p.out[2]; ++o) {
-              if (o >= ox && o < done) continue;
-              yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
-            }
+            for (int64_t o = 0; o < ox; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            for (int64_t o = done; o < p.out[2]; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
           } else {
             for (int64_t o = 0; o < p.out[2]; ++o) yr[o] = std::numeric_limits<float>::lowest();
           }
