@@ -62,8 +62,11 @@ Geometry GeometryOf(const ConvF32Params& p) {
   g.k = g.cg * g.kvol;
   g.m_blocks = (g.mg + kMr - 1) / kMr;
   g.pointwise = p.IsPointwise();
+  // Implicit im2col: stride 1, and every 16-lane half of a tile within one output row or the
+  // input the output's size (ImplicitTaps).
+  const bool same_size = p.in[0] == p.out[0] && p.in[1] == p.out[1] && p.in[2] == p.out[2];
   g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
-               p.out[2] % 16 == 0 && g.kvol <= kMaxImplicitTaps;
+               (p.out[2] % 16 == 0 || same_size) && g.kvol <= kMaxImplicitTaps;
   g.row_len = g.pointwise ? 1 : p.out[2];
   g.rows =
       g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
@@ -218,27 +221,52 @@ void ColumnMasks(int64_t j, int64_t cols, __mmask16& m0, __mmask16& m1) {
 }
 
 /// The loads of every tap for the tile whose first output (flattened over depth, height,
-/// width) is `q`, `n_valid` outputs long.
+/// width) is `q`, `n_valid` outputs long. With stride 1, lane l of a half reads the input one
+/// element after lane l-1 when the two outputs share a row, or when the input has the output's
+/// extents (a "same"-padded convolution), whose rows follow each other alike; so each tap of a
+/// half is one masked load from lane 0's input position, the lanes outside x masked off.
 void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, TapLoad* taps) {
   const int64_t ow = p.out[2], oh = p.out[1];
   for (int64_t h = 0; h < 2; ++h) {
     const int64_t qh = q + 16 * h;
-    const int64_t oz = qh / (oh * ow), oy = qh / ow % oh, ox = qh % ow;
     const int64_t lanes = std::clamp<int64_t>(n_valid - 16 * h, 0, 16);
+    const int64_t first[3] = {qh / (oh * ow), qh / ow % oh, qh % ow};  // lane 0's output
+    // Per axis and kernel offset, the lanes whose input coordinate lies inside x.
+    uint32_t axis_mask[3][kMaxImplicitTaps] = {};
+    if (first[2] + lanes <= ow) {
+      // The half lies in one row: depth and height are lane 0's, width a range of lanes.
+      const uint32_t all = lanes == 16 ? 0xFFFFu : (1u << lanes) - 1;
+      for (int a = 0; a < 2; ++a) {
+        for (int64_t k = 0; k < p.kernel[a]; ++k) {
+          const int64_t i = first[a] - p.pad[a] + k * p.dilation[a];
+          axis_mask[a][k] = i >= 0 && i < p.in[a] ? all : 0;
+        }
+      }
+      for (int64_t k = 0; k < p.kernel[2]; ++k) {
+        const int64_t ix = first[2] - p.pad[2] + k * p.dilation[2];
+        const int64_t lo = std::max<int64_t>(0, -ix), hi = std::min<int64_t>(lanes, p.in[2] - ix);
+        axis_mask[2][k] = lo < hi ? ((1u << hi) - 1) & ~((1u << lo) - 1) : 0;
+      }
+    } else {
+      for (int64_t l = 0; l < lanes; ++l) {
+        const int64_t o = qh + l;
+        const int64_t pos[3] = {o / (oh * ow), o / ow % oh, o % ow};
+        for (int a = 0; a < 3; ++a) {
+          for (int64_t k = 0; k < p.kernel[a]; ++k) {
+            const int64_t i = pos[a] - p.pad[a] + k * p.dilation[a];
+            if (i >= 0 && i < p.in[a]) axis_mask[a][k] |= 1u << l;
+          }
+        }
+      }
+    }
     int64_t t = 0;
     for (int64_t kz = 0; kz < p.kernel[0]; ++kz) {
-      const int64_t iz = oz - p.pad[0] + kz * p.dilation[0];
+      const int64_t iz = first[0] - p.pad[0] + kz * p.dilation[0];
       for (int64_t ky = 0; ky < p.kernel[1]; ++ky) {
-        const int64_t iy = oy - p.pad[1] + ky * p.dilation[1];
+        const int64_t iy = first[1] - p.pad[1] + ky * p.dilation[1];
         for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++t) {
-          const int64_t ix = ox - p.pad[2] + kx * p.dilation[2];
-          uint32_t mask = 0;
-          if (iz >= 0 && iz < p.in[0] && iy >= 0 && iy < p.in[1]) {
-            // Lanes l < lanes with 0 <= ix + l < in[2].
-            const int64_t lo = std::max<int64_t>(0, -ix);
-            const int64_t hi = std::min<int64_t>(lanes, p.in[2] - ix);
-            if (lo < hi) mask = ((1u << hi) - 1) & ~((1u << lo) - 1);
-          }
+          const int64_t ix = first[2] - p.pad[2] + kx * p.dilation[2];
+          const uint32_t mask = axis_mask[0][kz] & axis_mask[1][ky] & axis_mask[2][kx];
           taps[t].mask[h] = static_cast<__mmask16>(mask);
           taps[t].off[h] = mask != 0 ? (iz * p.in[1] + iy) * p.in[2] + ix : 0;
         }

@@ -159,6 +159,13 @@ const std::vector<ConvCase>& Cases() {
       {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"implicit_3d_w16", 1, 3, 9, 1, {3, 4, 16}, {2, 3, 3}, {}, {}, {1, 1, 1, 0, 1, 1}},
       {"implicit_1x5_channel_tail", 2, 3, 17, 1, {6, 48}, {1, 5}, {}, {}, {0, 2, 0, 2}},
+      // Implicit im2col on "same"-size convolutions of any width: tile halves that straddle
+      // output rows (2-D, dilated, 3-D).
+      {"implicit_same_size_odd_width", 2, 5, 9, 1, {11, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"implicit_same_size_dilated", 1, 4, 6, 1, {10, 11}, {3, 3}, {}, {2, 2}, {2, 2, 2, 2}},
+      {"implicit_same_size_3d", 1, 2, 5, 1, {3, 5, 6}, {3, 3, 3}, {}, {}, {1, 1, 1, 1, 1, 1}},
+      // Stride-2 im2col rows of 16 outputs at a time and a tail (CopyEvenAvx512).
+      {"stride2_wide_rows", 1, 3, 8, 1, {9, 75}, {3, 3}, {2, 2}, {}, {0, 1, 0, 1}},
   };
   return *cases;
 }
