@@ -76,6 +76,11 @@ Geometry GeometryOf(const ConvF32Params& p) {
   if (!g.pointwise && !g.implicit) {
     g.band_rows =
         std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * p.out[2]), 1, g.rows);
+    // Bands are also the pieces the threads share (each im2cols its own): at least two each.
+    const int64_t want = (2 * threads + images - 1) / images;
+    if (threads > 1 && (g.rows + g.band_rows - 1) / g.band_rows < want) {
+      g.band_rows = std::max<int64_t>(1, (g.rows + want - 1) / want);
+    }
   } else if (threads == 1 || images >= 2 * threads) {
     g.band_rows = g.rows;  // one piece per image (and group)
   } else {
@@ -112,17 +117,22 @@ QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) 
   return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
 }
 
+/// c + *a * b, *a broadcast inside the FMA (an embedded-broadcast memory operand).
+QCC_AVX512 inline __m512 FmaBroadcast(__m512 b, const float* a, __m512 c) {
+  __asm__("vfmadd231ps %[a]%{1to16%}, %[b], %[c]" : [c] "+v"(c) : [b] "v"(b), [a] "m"(*a));
+  return c;
+}
+
 // The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
 #define QCC_INIT(r)                                                                           \
   __m512 c##r##0 = bias != nullptr && r < MR ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps(); \
   __m512 c##r##1 = c##r##0;
 #define QCC_INIT_ALL \
   QCC_INIT(0) QCC_INIT(1) QCC_INIT(2) QCC_INIT(3) QCC_INIT(4) QCC_INIT(5) QCC_INIT(6) QCC_INIT(7)
-#define QCC_FMA(r)                             \
-  {                                            \
-    const __m512 a = _mm512_set1_ps(ap[r]);    \
-    c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0); \
-    c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1); \
+#define QCC_FMA(r)                               \
+  {                                              \
+    c##r##0 = FmaBroadcast(b0, ap + r, c##r##0); \
+    c##r##1 = FmaBroadcast(b1, ap + r, c##r##1); \
   }
 #define QCC_FMA_ALL \
   QCC_FMA(0) QCC_FMA(1) QCC_FMA(2) QCC_FMA(3) QCC_FMA(4) QCC_FMA(5) QCC_FMA(6) QCC_FMA(7)
