@@ -156,7 +156,68 @@ QCC_AVX512_POOL void MaxPoolPlanesAvx512(const PoolS8Geometry& g, int64_t begin,
   }
 }
 
+#define QCC_AVX512_POOL_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+/// The separable form for narrow 2-D planes (an input row of at most 128 bytes, at most 64
+/// outputs per row; VBMI): per output row, the max over the window's rows of each input column
+/// (one or two 64-byte loads per row), then per horizontal tap one vpermt2b that picks column
+/// ox * sx + kx * dx - pad for each output lane, maxed in where that column lies inside the row.
+/// A max is a max in any order, and no lane ever takes an outside column, so the bits are
+/// MaxPoolPlanesScalar's; -128 where no tap lies inside x, as there.
+QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolS8Geometry& g, int64_t begin, int64_t end,
+                                            const int8_t* x, int8_t* y) {
+  const int64_t w_in = g.in[2], ow = g.out[2], kw = g.kernel[2];
+  const __m512i low = _mm512_set1_epi8(-128);
+  const __mmask64 lo_bytes = w_in >= 64 ? ~__mmask64{0} : (__mmask64{1} << w_in) - 1;
+  const __mmask64 hi_bytes = w_in <= 64    ? 0
+                             : w_in >= 128 ? ~__mmask64{0}
+                                           : (__mmask64{1} << (w_in - 64)) - 1;
+  // Per horizontal tap: the input column of each output lane, and the lanes where it is inside.
+  alignas(64) int8_t index[64][64];
+  __mmask64 inside[64];
+  for (int64_t kx = 0; kx < kw; ++kx) {
+    inside[kx] = 0;
+    for (int64_t ox = 0; ox < 64; ++ox) {
+      const int64_t ix = ox * g.stride[2] + kx * g.dilation[2] - g.pad_begin[2];
+      const bool in = ox < ow && ix >= 0 && ix < w_in;
+      index[kx][ox] = static_cast<int8_t>(in ? ix : 0);
+      if (in) inside[kx] |= __mmask64{1} << ox;
+    }
+  }
+  const __mmask64 out_bytes = ow >= 64 ? ~__mmask64{0} : (__mmask64{1} << ow) - 1;
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const int8_t* xp = x + plane * g.in_size();
+    int8_t* yp = y + plane * g.out_size();
+    for (int64_t oy = 0; oy < g.out[1]; ++oy, yp += ow) {
+      int64_t ky0, ky1;
+      const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
+      TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
+      __m512i col_lo = low, col_hi = low;
+      for (int64_t ky = ky0; ky < ky1; ++ky) {
+        const int8_t* row = xp + (sy + ky * g.dilation[1]) * w_in;
+        col_lo = _mm512_max_epi8(col_lo, _mm512_mask_loadu_epi8(low, lo_bytes, row));
+        if (hi_bytes != 0) {
+          col_hi = _mm512_max_epi8(col_hi, _mm512_mask_loadu_epi8(low, hi_bytes, row + 64));
+        }
+      }
+      __m512i acc = low;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const __m512i idx = _mm512_load_si512(index[kx]);
+        acc = _mm512_mask_max_epi8(acc, inside[kx], acc,
+                                   _mm512_permutex2var_epi8(col_lo, idx, col_hi));
+      }
+      _mm512_mask_storeu_epi8(yp, out_bytes, acc);
+    }
+  }
+}
+
 }  // namespace
+
+bool MaxPoolS8FitsVbmi(const PoolS8Geometry& g) {
+  return Cpu().avx512_int8() && Cpu().avx512vbmi && g.in[0] == 1 && g.out[0] == 1 &&
+         g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.in[2] <= 128 && g.out[2] <= 64 &&
+         g.kernel[2] <= 64;
+}
 
 bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g) {
   return Cpu().avx512_int8() && Cpu().bmi2 && (g.stride[2] == 1 || g.stride[2] == 2);
@@ -167,9 +228,11 @@ void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y) {
 }
 
 void MaxPoolS8(const PoolS8Geometry& g, const int8_t* x, int8_t* y, int num_threads) {
+  const bool vbmi = MaxPoolS8FitsVbmi(g);
   const bool fast = MaxPoolS8UsesAvx512(g);
   const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
   NnParallelFor(num_threads, g.planes, g.out_size() * kvol, [&](int64_t begin, int64_t end) {
+    if (vbmi) return MaxPoolPlanesVbmi(g, begin, end, x, y);
     if (fast) return MaxPoolPlanesAvx512(g, begin, end, x, y);
     MaxPoolPlanesScalar(g, begin, end, x, y);
   });

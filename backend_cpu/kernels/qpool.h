@@ -44,6 +44,9 @@ void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y);
 
 /// True when MaxPoolS8 takes its AVX-512 path for `g` on this CPU.
 bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g);
+/// Whether MaxPoolS8 takes its separable VBMI form: 2-D planes whose input rows are at most 128
+/// bytes and output rows at most 64, on a CPU with AVX-512 VBMI (same bits as the reference).
+bool MaxPoolS8FitsVbmi(const PoolS8Geometry& g);
 
 /// y = AverageValue over each window (see AvgPoolS8Quant). count is the number of taps inside x,
 /// or with `count_include_pad` inside the padded extent [-pad_begin, in + pad_end) (a ceil_mode
