@@ -219,6 +219,11 @@ const std::vector<Geometry>& Geometries() {
       {1, 3, 12, 13, 6, 9, 9, 1, 2, 4, 4, 4, 4, 1, 1, 3},     // depthwise 9x9 (81 taps), x2
       {1, 6, 12, 13, 4, 9, 9, 2, 1, 4, 4, 4, 4, 1, 1, 2},     // grouped 9x9
       {1, 8, 14, 21, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 8},     // depthwise dilation 2, stride 1
+      // Narrow outputs: the VNNI depthwise path folds 2 to 4 rows into one 16-lane segment.
+      {1, 24, 7, 7, 24, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 24},    // efficientnet's 7x7 5x5
+      {1, 16, 14, 14, 16, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 16},  // 14 -> 7, stride 2, TF pads
+      {2, 8, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},      // 4x4, fold 4, x2, batch 2
+      {1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},       // 6x6: fold 2, last fold cut
   };
   return kAll;
 }
