@@ -212,6 +212,78 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 #undef QCC_ACT_ALL
 #undef QCC_STORE_ALL
 
+// The transposed tile (pointwise convolutions on small maps): NP output positions x 32 output
+// channels, c<p><h> holding position p, channels 16h..16h+15; x broadcast, weights the vectors.
+#define QCC_T_INIT(r)                                    \
+  __m512 c##r##0 = _mm512_maskz_loadu_ps(bias_m0, bias); \
+  __m512 c##r##1 = _mm512_maskz_loadu_ps(bias_m1, bias + 16);
+#define QCC_T_FMA(r)                             \
+  if (r < NP) {                                  \
+    c##r##0 = FmaBroadcast(b0, xk + r, c##r##0); \
+    c##r##1 = FmaBroadcast(b1, xk + r, c##r##1); \
+  }
+#define QCC_T_STORE(r)                                                     \
+  if (r < NP) {                                                            \
+    if (act != nullptr) {                                                  \
+      c##r##0 = Activate(c##r##0, lo, hi, slope);                          \
+      c##r##1 = Activate(c##r##1, lo, hi, slope);                          \
+    }                                                                      \
+    _mm512_mask_i32scatter_ps(y + r, ch_m0, index, c##r##0, 4);            \
+    _mm512_mask_i32scatter_ps(y + 16 * ldy + r, ch_m1, index, c##r##1, 4); \
+  }
+
+/// y[c * ldy + r] = act(bias[c] + sum_k x[k * ldx + r] * bp[k][c]) for positions r < NP and the
+/// channels c < 32 of masks ch_m0 (0..15) and ch_m1 (16..31); `bp` holds 32 packed channels per k
+/// (zero past the last), `bias` null for none. Each sum runs over k in order from the bias, with
+/// the same fused multiply-adds as Tile, so the bits are Tile's.
+template <int NP>
+QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const float* bp,
+                               const float* bias, const ActivationF32* act, float* y, int64_t ldy,
+                               __mmask16 ch_m0, __mmask16 ch_m1) {
+  const __mmask16 bias_m0 = bias != nullptr ? ch_m0 : 0, bias_m1 = bias != nullptr ? ch_m1 : 0;
+  QCC_T_INIT(0)
+  QCC_T_INIT(1) QCC_T_INIT(2) QCC_T_INIT(3) QCC_T_INIT(4) QCC_T_INIT(5) QCC_T_INIT(6) QCC_T_INIT(7)
+      const float* xk = x;
+  for (int64_t k = 0; k < k_len; ++k, bp += 32, xk += ldx) {
+    const __m512 b0 = _mm512_loadu_ps(bp);
+    const __m512 b1 = _mm512_loadu_ps(bp + 16);
+    QCC_T_FMA(0)
+    QCC_T_FMA(1) QCC_T_FMA(2) QCC_T_FMA(3) QCC_T_FMA(4) QCC_T_FMA(5) QCC_T_FMA(6) QCC_T_FMA(7)
+  }
+  const __m512i index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(ldy)));
+  __m512 lo = _mm512_setzero_ps(), hi = lo, slope = lo;
+  if (act != nullptr) {
+    lo = _mm512_set1_ps(act->lo);
+    hi = _mm512_set1_ps(act->hi);
+    slope = _mm512_set1_ps(act->negative_slope);
+  }
+  QCC_T_STORE(0)
+  QCC_T_STORE(1) QCC_T_STORE(2) QCC_T_STORE(3) QCC_T_STORE(4) QCC_T_STORE(5) QCC_T_STORE(6)
+      QCC_T_STORE(7)
+}
+
+#undef QCC_T_INIT
+#undef QCC_T_FMA
+#undef QCC_T_STORE
+
+using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*,
+                                  const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
+constexpr TransposedTileFn kTransposedTiles[9] = {
+    nullptr,           TileTransposed<1>, TileTransposed<2>, TileTransposed<3>, TileTransposed<4>,
+    TileTransposed<5>, TileTransposed<6>, TileTransposed<7>, TileTransposed<8>};
+
+/// Pointwise convolutions on small maps run transposed (TileTransposed): a 32-wide tile of
+/// positions would leave lanes empty (a 7x7 map fills 49 of 64), while output channels come in
+/// multiples of 32. Shape-only, as the packing depends on it. Enough k for the scatters at the
+/// end of each tile to be a small part of it.
+bool UseTransposed(const ConvF32Params& p) {
+  const int64_t n = p.out_size(), m = p.out_channels;
+  return p.IsPointwise() && p.groups == 1 && n <= 256 && n % 32 != 0 && m >= 64 &&
+         p.in_channels >= 64 && n * m < (int64_t{1} << 31) / 2;
+}
+
 using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*,
                         const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
 constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>,
@@ -434,6 +506,41 @@ DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
 
 }  // namespace
 
+namespace {
+
+/// The transposed pointwise path: pieces are (image, block of 32 output channels); each walks
+/// the map in tiles of at most 8 positions (as even as they come), reading its weights block
+/// from L1/L2 once per tile and x's 8 positions per k.
+void ConvF32PointwiseTransposed(const ConvF32Params& p, const float* x, const float* packed,
+                                const float* bias, float* y) {
+  const int64_t n_sp = p.out_size(), m = p.out_channels, k_len = p.in_channels;
+  if (p.batch == 0 || n_sp == 0 || m == 0) return;
+  const int64_t blocks = (m + 31) / 32;
+  const int64_t tiles = (n_sp + 7) / 8, tile = (n_sp + tiles - 1) / tiles;
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  NnParallelFor(
+      p.num_threads, p.batch * blocks, 32 * k_len * n_sp, [&](int64_t begin, int64_t end) {
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t img = u / blocks, cb = u % blocks;
+          const int64_t ch = m - cb * 32;
+          const __mmask16 m0 = ch >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << ch) - 1);
+          const __mmask16 m1 = ch >= 32   ? 0xFFFF
+                               : ch <= 16 ? 0
+                                          : static_cast<__mmask16>((1u << (ch - 16)) - 1);
+          const float* xi = x + img * k_len * n_sp;
+          float* yb = y + (img * m + cb * 32) * n_sp;
+          const float* bp = packed + cb * 32 * k_len;
+          const float* bias_b = bias != nullptr ? bias + cb * 32 : nullptr;
+          for (int64_t n0 = 0; n0 < n_sp; n0 += tile) {
+            const int64_t np = std::min(tile, n_sp - n0);
+            kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b, act, yb + n0, n_sp, m0, m1);
+          }
+        }
+      });
+}
+
+}  // namespace
+
 bool ConvF32HasAvx512() { return Cpu().avx512f; }
 
 bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p) {
@@ -474,11 +581,26 @@ void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float*
 }
 
 int64_t ConvF32Avx512PackedSize(const ConvF32Params& p) {
+  if (UseTransposed(p)) return (p.out_channels + 31) / 32 * 32 * p.in_channels;
   const Geometry g = GeometryOf(p);
   return p.groups * g.m_blocks * kMr * g.k;
 }
 
 void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
+  if (UseTransposed(p)) {
+    // Blocks of 32 output channels, k-major: packed[cb][k][c] = w[32 cb + c][k], zero past M.
+    const int64_t m = p.out_channels, k_len = p.in_channels;
+    for (int64_t cb = 0; cb < (m + 31) / 32; ++cb) {
+      float* dst = packed + cb * 32 * k_len;
+      for (int64_t k = 0; k < k_len; ++k) {
+        for (int64_t c = 0; c < 32; ++c) {
+          const int64_t ch = cb * 32 + c;
+          dst[k * 32 + c] = ch < m ? w[ch * k_len + k] : 0.0f;
+        }
+      }
+    }
+    return;
+  }
   // Weights of each group as blocks of 8 rows, k-major: packed[(grp, mb)][k][r], with k in
   // w's (channel, tap) order. (Geometry's shape fields; its split does not matter here.)
   const Geometry g = GeometryOf(p);
@@ -496,6 +618,7 @@ void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
 }
 
 int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p) {
+  if (UseTransposed(p)) return 0;
   const Geometry g = GeometryOf(p);
   const int64_t col = g.pointwise || g.implicit ? 0 : g.k * OddLineStride(g.band_rows * p.out[2]);
   return std::max(1, p.num_threads) * col;
@@ -514,6 +637,10 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
 
 void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
                                const float* bias, float* y, float* columns) {
+  if (UseTransposed(p)) {
+    ConvF32PointwiseTransposed(p, x, packed, bias, y);
+    return;
+  }
   const Geometry g = GeometryOf(p);
   const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = g.row_len;
   if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;

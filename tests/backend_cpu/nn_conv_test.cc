@@ -154,6 +154,11 @@ const std::vector<ConvCase>& Cases() {
       // walks blocks of weights in the outer loop.
       {"pointwise_small_map_many_channels", 1, 40, 72, 1, {7, 7}, {1, 1}},
       {"pointwise_small_map_batch2", 2, 24, 80, 1, {5, 3}, {1, 1}},
+      // Pointwise on small maps with 64+ channels in and out run transposed: 32 output
+      // channels per vector, at most 8 positions per tile (a last block of 16 and of 4
+      // channels; tiles of 7, and of 8 then 1).
+      {"pointwise_transposed_7x7", 2, 72, 80, 1, {7, 7}, {1, 1}},
+      {"pointwise_transposed_13x13_no_bias", 1, 64, 100, 1, {13, 13}, {1, 1}, {}, {}, {}, false},
       // Stride 1 with output rows of whole 16-lane vectors: the AVX-512 implicit-im2col path.
       {"implicit_w16_dilated_pads", 2, 6, 10, 1, {7, 16}, {3, 3}, {}, {1, 2}, {1, 2, 1, 2}},
       {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},

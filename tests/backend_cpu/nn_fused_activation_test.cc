@@ -87,6 +87,7 @@ void DepthwiseAvx512(const cpu::ConvF32Params& p, const float* x, const float* w
 TEST(NnFusedActivationTest, EveryConvKernelAppliesItInTheEpilogue) {
   const std::vector<Geometry> geometries = {
       {"pointwise", 2, 8, 12, 1, {5, 7}, {1, 1}, {1, 1}, {0, 0}},
+      {"pointwise_transposed", 2, 64, 72, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0}},
       {"3x3_pad_per_image", 2, 3, 10, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}},
       {"small_maps_batched", 5, 4, 6, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}},
       {"implicit_w16", 2, 4, 9, 1, {6, 16}, {3, 3}, {1, 1}, {1, 1}},
