@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_join.h"
 #include "support/float16.h"
@@ -102,8 +103,15 @@ int64_t Tensor::GetAsInt64(int64_t i) const {
       return static_cast<int64_t>(data<uint64_t>()[i]);
     case DType::kInt32:
       return data<int32_t>()[i];
-    default:
-      return static_cast<int64_t>(GetAsDouble(i));
+    default: {
+      // Saturating: a float outside int64's range (a hostile model's axes, say) converts to the
+      // nearest end and NaN to 0, where the plain cast is undefined.
+      const double d = GetAsDouble(i);
+      if (std::isnan(d)) return 0;
+      if (d >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+      if (d < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(d);
+    }
   }
 }
 

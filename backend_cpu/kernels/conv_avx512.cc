@@ -214,23 +214,24 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 
 // The transposed tile (pointwise convolutions on small maps): NP output positions x 32 output
 // channels, c<p><h> holding position p, channels 16h..16h+15; x broadcast, weights the vectors.
-#define QCC_T_INIT(r)                                    \
-  __m512 c##r##0 = _mm512_maskz_loadu_ps(bias_m0, bias); \
-  __m512 c##r##1 = _mm512_maskz_loadu_ps(bias_m1, bias + 16);
+#define QCC_T_INIT(r) __m512 c##r##0 = bias_lo, c##r##1 = bias_hi;
 #define QCC_T_FMA(r)                             \
   if (r < NP) {                                  \
     c##r##0 = FmaBroadcast(b0, xk + r, c##r##0); \
     c##r##1 = FmaBroadcast(b1, xk + r, c##r##1); \
   }
-#define QCC_T_STORE(r)                                                     \
-  if (r < NP) {                                                            \
-    if (act != nullptr) {                                                  \
-      c##r##0 = Activate(c##r##0, lo, hi, slope);                          \
-      c##r##1 = Activate(c##r##1, lo, hi, slope);                          \
-    }                                                                      \
-    _mm512_mask_i32scatter_ps(y + r, ch_m0, index, c##r##0, 4);            \
-    _mm512_mask_i32scatter_ps(y + 16 * ldy + r, ch_m1, index, c##r##1, 4); \
+#define QCC_T_STORE(r)                                                       \
+  if (r < NP) {                                                              \
+    if (act != nullptr) {                                                    \
+      c##r##0 = Activate(c##r##0, lo, hi, slope);                            \
+      c##r##1 = Activate(c##r##1, lo, hi, slope);                            \
+    }                                                                        \
+    _mm512_mask_i32scatter_ps(y + r, ch_m0, index, c##r##0, 4);              \
+    if (ch_m1 != 0) {                                                        \
+      _mm512_mask_i32scatter_ps(y + 16 * ldy + r, ch_m1, index, c##r##1, 4); \
+    }                                                                        \
   }
+#define QCC_T_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
 /// y[c * ldy + r] = act(bias[c] + sum_k x[k * ldx + r] * bp[k][c]) for positions r < NP and the
 /// channels c < 32 of masks ch_m0 (0..15) and ch_m1 (16..31); `bp` holds 32 packed channels per k
@@ -240,15 +241,16 @@ template <int NP>
 QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const float* bp,
                                const float* bias, const ActivationF32* act, float* y, int64_t ldy,
                                __mmask16 ch_m0, __mmask16 ch_m1) {
-  const __mmask16 bias_m0 = bias != nullptr ? ch_m0 : 0, bias_m1 = bias != nullptr ? ch_m1 : 0;
-  QCC_T_INIT(0)
-  QCC_T_INIT(1) QCC_T_INIT(2) QCC_T_INIT(3) QCC_T_INIT(4) QCC_T_INIT(5) QCC_T_INIT(6) QCC_T_INIT(7)
-      const float* xk = x;
+  // Channels 16..31 are read only where ch_m1 has lanes: no pointer is formed past the bias.
+  const __m512 bias_lo = bias != nullptr ? _mm512_maskz_loadu_ps(ch_m0, bias) : _mm512_setzero_ps();
+  const __m512 bias_hi =
+      bias != nullptr && ch_m1 != 0 ? _mm512_maskz_loadu_ps(ch_m1, bias + 16) : _mm512_setzero_ps();
+  QCC_T_ALL(QCC_T_INIT)
+  const float* xk = x;
   for (int64_t k = 0; k < k_len; ++k, bp += 32, xk += ldx) {
     const __m512 b0 = _mm512_loadu_ps(bp);
     const __m512 b1 = _mm512_loadu_ps(bp + 16);
-    QCC_T_FMA(0)
-    QCC_T_FMA(1) QCC_T_FMA(2) QCC_T_FMA(3) QCC_T_FMA(4) QCC_T_FMA(5) QCC_T_FMA(6) QCC_T_FMA(7)
+    QCC_T_ALL(QCC_T_FMA)
   }
   const __m512i index =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -259,11 +261,10 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
     hi = _mm512_set1_ps(act->hi);
     slope = _mm512_set1_ps(act->negative_slope);
   }
-  QCC_T_STORE(0)
-  QCC_T_STORE(1) QCC_T_STORE(2) QCC_T_STORE(3) QCC_T_STORE(4) QCC_T_STORE(5) QCC_T_STORE(6)
-      QCC_T_STORE(7)
+  QCC_T_ALL(QCC_T_STORE)
 }
 
+#undef QCC_T_ALL
 #undef QCC_T_INIT
 #undef QCC_T_FMA
 #undef QCC_T_STORE

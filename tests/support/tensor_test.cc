@@ -1,6 +1,9 @@
 #include "support/tensor.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "support/float16.h"
@@ -42,6 +45,20 @@ TEST(Tensor, StridesAndStrings) {
   EXPECT_EQ(RowMajorStrides({2, 3, 4}), (Dims{12, 4, 1}));
   EXPECT_EQ(DimsToString({1, 3, 224, 224}), "[1,3,224,224]");
   EXPECT_EQ(DimsToString({}), "[]");
+}
+
+// GetAsInt64 (shape arithmetic reads axes, pads and shapes with it) saturates floats outside
+// int64's range and maps NaN to 0: a plain cast of them is undefined (a fuzzed Unsqueeze with
+// float axes of 2.7e26 hit it).
+TEST(Tensor, GetAsInt64SaturatesFloatsOutsideInt64) {
+  const Tensor t = Tensor::FromVector<double>(
+      DType::kFloat64, {7},
+      {2.7e26, -2.7e26, std::nan(""), 9223372036854775808.0, -9223372036854775808.0, -3.75, 42.0});
+  EXPECT_EQ(t.ToInt64Vector(),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max(),
+                                  std::numeric_limits<int64_t>::min(), 0,
+                                  std::numeric_limits<int64_t>::max(),
+                                  std::numeric_limits<int64_t>::min(), -3, 42}));
 }
 
 TEST(CastTensor, FloatToIntTruncatesTowardZero) {
