@@ -24,10 +24,15 @@ std::optional<uint64_t> DenseBytes(DType dtype, absl::Span<const int64_t> dims) 
 }
 
 int64_t DefaultMemoryLimit() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return int64_t{1} << 62;  // unknown: no limit of our own
-  return static_cast<int64_t>(pages) * page;
+  // Read once: sysconf(_SC_PHYS_PAGES) is a sysinfo system call, and the evaluator checks the
+  // limit for every node it runs.
+  static const int64_t limit = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return int64_t{1} << 62;  // unknown: no limit of our own
+    return static_cast<int64_t>(pages) * page;
+  }();
+  return limit;
 }
 
 int64_t EffectiveMemoryLimit(int64_t limit) { return limit > 0 ? limit : DefaultMemoryLimit(); }
