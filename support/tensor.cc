@@ -95,6 +95,19 @@ double Tensor::GetAsDouble(int64_t i) const {
   return 0.0;
 }
 
+namespace {
+
+/// `d` truncated toward zero, saturating: a float outside int64's range (a hostile model's axes,
+/// say) converts to the nearest end and NaN to 0, where the plain cast is undefined.
+int64_t SaturatingInt64(double d) {
+  if (std::isnan(d)) return 0;
+  if (d >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (d < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
+}
+
+}  // namespace
+
 int64_t Tensor::GetAsInt64(int64_t i) const {
   switch (dtype_) {
     case DType::kInt64:
@@ -103,15 +116,8 @@ int64_t Tensor::GetAsInt64(int64_t i) const {
       return static_cast<int64_t>(data<uint64_t>()[i]);
     case DType::kInt32:
       return data<int32_t>()[i];
-    default: {
-      // Saturating: a float outside int64's range (a hostile model's axes, say) converts to the
-      // nearest end and NaN to 0, where the plain cast is undefined.
-      const double d = GetAsDouble(i);
-      if (std::isnan(d)) return 0;
-      if (d >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
-      if (d < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-      return static_cast<int64_t>(d);
-    }
+    default:
+      return SaturatingInt64(GetAsDouble(i));
   }
 }
 
@@ -136,7 +142,7 @@ void StoreAll(const Tensor& src, T* dst) {
     if constexpr (std::is_integral_v<T>) {
       if (IsFloat(src.dtype())) {
         const double d = src.GetAsDouble(i);
-        dst[i] = std::isfinite(d) ? static_cast<T>(static_cast<int64_t>(d)) : T{0};
+        dst[i] = std::isfinite(d) ? static_cast<T>(SaturatingInt64(d)) : T{0};
       } else {
         dst[i] = static_cast<T>(src.GetAsInt64(i));
       }

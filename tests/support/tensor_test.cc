@@ -55,10 +55,22 @@ TEST(Tensor, GetAsInt64SaturatesFloatsOutsideInt64) {
       DType::kFloat64, {7},
       {2.7e26, -2.7e26, std::nan(""), 9223372036854775808.0, -9223372036854775808.0, -3.75, 42.0});
   EXPECT_EQ(t.ToInt64Vector(),
+            (std::vector<int64_t>{
+                std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 0,
+                std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), -3, 42}));
+}
+
+// CastTensor to an integer type: finite floats past int64's range saturate first (then wrap to
+// the narrower type, as any int64 does), infinities and NaN give 0.
+TEST(CastTensor, FloatOutsideInt64SaturatesThenNarrows) {
+  const Tensor f =
+      Tensor::FromVector<double>(DType::kFloat64, {4}, {2.7e26, -2.7e26, INFINITY, std::nan("")});
+  EXPECT_EQ(CastTensor(f, DType::kInt64).ToInt64Vector(),
             (std::vector<int64_t>{std::numeric_limits<int64_t>::max(),
-                                  std::numeric_limits<int64_t>::min(), 0,
-                                  std::numeric_limits<int64_t>::max(),
-                                  std::numeric_limits<int64_t>::min(), -3, 42}));
+                                  std::numeric_limits<int64_t>::min(), 0, 0}));
+  const Tensor i32 = CastTensor(f, DType::kInt32);
+  EXPECT_EQ(i32.data<int32_t>()[0], -1);  // int64 max narrowed: all ones
+  EXPECT_EQ(i32.data<int32_t>()[1], 0);   // int64 min narrowed: all zeros
 }
 
 TEST(CastTensor, FloatToIntTruncatesTowardZero) {
