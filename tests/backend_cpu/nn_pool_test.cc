@@ -277,7 +277,7 @@ TEST(MaxPoolF32Kernel, WithoutIndicesTheSameBitsAsWithThem) {
   const float kNan = std::numeric_limits<float>::quiet_NaN();
   // Widths: rows of 16 outputs at a time and a tail (the AVX-512 rows), and rows narrower than
   // 16 (only the masked tail), whose stride-2 taps span one or two loads.
-  for (const int64_t width : {45, 27, 13, 6})
+  for (const int64_t width : {45, 27, 13, 6}) {
     for (const auto& [kernel, stride, dilation, pad] : std::vector<std::array<int64_t, 4>>{
              {3, 2, 1, 0}, {3, 1, 1, 1}, {2, 2, 2, 1}, {3, 3, 1, 2}}) {
       cpu::PoolF32Params p;
@@ -312,9 +312,10 @@ TEST(MaxPoolF32Kernel, WithoutIndicesTheSameBitsAsWithThem) {
             << "width " << width << " kernel " << kernel << " stride " << stride << " output " << i;
       }
       if (width == 45) {
-      EXPECT_GT(nans, 0);  // some window starts at a NaN
+        EXPECT_GT(nans, 0);  // some window starts at a NaN
+      }
     }
-    }
+  }
 }
 
 // Geometries at the edges of the AVX-512 rows: a row in which no window is whole (the kernel is
