@@ -7,6 +7,10 @@
 #include "runtime/steps.h"
 #include "support/status.h"
 
+// ChooseStep's switch lists every step kind: a missing one is a build error, not a silent index
+// kernel.
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace qcc::cuda {
 namespace {
 
@@ -59,6 +63,11 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
   auto choice = [](CudaKernel k, auto&&... parts) {
     return absl::StrCat(CudaKernelToken(k), " ", parts...);
   };
+  if (step.kind >= static_cast<uint32_t>(StepKind::kNumStepKinds)) {
+    return StepError(plan, i, "unknown step kind");
+  }
+  // Every kind is listed and there is no default (an error for -Wswitch in this file): a new
+  // step kind does not compile until it has a CUDA kernel or a refusal here.
   switch (kind) {
     case StepKind::kQConv:
     case StepKind::kConv: {
@@ -150,12 +159,29 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
       return absl::UnimplementedError(
           absl::StrCat("step ", i, " '", step.name, "' (", name,
                        "): this step kind has no CUDA kernel yet; compile with --target cpu"));
-    default:
-      if (step.kind >= static_cast<uint32_t>(StepKind::kNumStepKinds)) {
-        return StepError(plan, i, "unknown step kind");
-      }
+    case StepKind::kQuantize:
+    case StepKind::kDequantize:
+    case StepKind::kRequantize:
+    case StepKind::kQAdd:
+    case StepKind::kQMaxPool:
+    case StepKind::kQAveragePool:
+    case StepKind::kQGlobalAveragePool:
+    case StepKind::kQLut:
+    case StepKind::kQConcat:
+    case StepKind::kTranspose:
+    case StepKind::kSlice:
+    case StepKind::kPad:
+    case StepKind::kSoftmax:
+    case StepKind::kBinary:
+    case StepKind::kMaxPool:
+    case StepKind::kAveragePool:
+    case StepKind::kGlobalAveragePool:
+    case StepKind::kConcat:
       return choice(CudaKernel::kIndex, name, ": one thread per element (own kernel)");
+    case StepKind::kNumStepKinds:
+      break;  // refused above
   }
+  return StepError(plan, i, "unknown step kind");
 }
 
 }  // namespace
