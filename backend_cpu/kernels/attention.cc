@@ -487,7 +487,7 @@ QCC_AVX512_VNNI void ProbsVnni(int64_t rows, int64_t n, int64_t padded, const fl
                        _mm512_cvtepi32_epi8(_mm512_sub_epi32(pu, k128)));
     }
     if (j < n) {
-      const __mmask16 mask = static_cast<__mmask16>(internal::LowBits64(n - j));
+      const __mmask16 mask = LowBits16(n - j);
       const __m512 e =
           _mm512_mul_ps(ExpProbX16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, si + j), mx)), k255);
       const __m512i pu =

@@ -9,6 +9,7 @@
 #include "backend_cpu/kernels/conv_internal.h"
 #include "backend_cpu/kernels/cpu_features.h"
 #include "backend_cpu/kernels/gemm.h"
+#include "backend_cpu/kernels/lane_masks.h"
 #include "backend_cpu/kernels/nn_parallel.h"
 
 namespace qcc::cpu {
@@ -62,21 +63,11 @@ inline void Zero(float* dst, int64_t n) {
 /// dst[i] = src[2 * i] for i < n, 16 at a time: the even lanes of two loads, nothing read past
 /// src[2 * (n - 1)]. (A stride-2 im2col row; the scalar loop was most of a stride-2 stem's time.)
 __attribute__((target("avx512f"))) void CopyEvenAvx512(const float* src, int64_t n, float* dst) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 a = _mm512_loadu_ps(src + 2 * i);
-    const __m512 b = _mm512_maskz_loadu_ps(0x7fff, src + 2 * i + 16);
-    _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(a, even, b));
-  }
-  if (i < n) {
-    const int64_t left = n - i, floats = 2 * left - 1;
-    const __mmask16 lo = floats >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << floats) - 1);
-    const __mmask16 hi = floats <= 16 ? 0 : static_cast<__mmask16>((1u << (floats - 16)) - 1);
-    const __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * i);
-    const __m512 b = _mm512_maskz_loadu_ps(hi, src + 2 * i + 16);
-    _mm512_mask_storeu_ps(dst + i, static_cast<__mmask16>((1u << left) - 1),
-                          _mm512_permutex2var_ps(a, even, b));
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, EvenFloats(src + 2 * i, SpanMasksOf(31)));
+  if (i < n) {  // lane l reads src[2 (i + l)], the last one 2 (n - 1)
+    _mm512_mask_storeu_ps(dst + i, LowBits16(n - i),
+                          EvenFloats(src + 2 * i, SpanMasksOf(2 * (n - i) - 1)));
   }
 }
 

@@ -23,6 +23,7 @@
 #include "backend_cpu/kernels/conv.h"
 #include "backend_cpu/kernels/conv_internal.h"
 #include "backend_cpu/kernels/cpu_features.h"
+#include "backend_cpu/kernels/lane_masks.h"
 #include "backend_cpu/kernels/nn_parallel.h"
 
 #define QCC_AVX512 __attribute__((target("avx512f")))
@@ -298,9 +299,8 @@ constexpr ImplicitTileFn kImplicitTiles[kMr + 1] = {
 
 /// Store masks of the tile starting at column j of `cols`.
 void ColumnMasks(int64_t j, int64_t cols, __mmask16& m0, __mmask16& m1) {
-  const int64_t n = std::min(kNr, cols - j);
-  m0 = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
-  m1 = n >= 32 ? 0xFFFF : n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1);
+  m0 = LowBits16(cols - j);
+  m1 = LowBits16(cols - j - 16);
 }
 
 /// The loads of every tap for the tile whose first output (flattened over depth, height,
@@ -375,11 +375,9 @@ struct SegmentTap {
 constexpr int64_t kMaxDepthwiseSegmentTaps = 1024;
 
 /// The 16 inputs of one segment tap: a masked load (stride 1), or the even lanes of two.
-QCC_AVX512 inline __m512 LoadSegment(bool stride1, __m512i even, const SegmentTap& t,
-                                     const float* xrow) {
+QCC_AVX512 inline __m512 LoadSegment(bool stride1, const SegmentTap& t, const float* xrow) {
   if (stride1) return _mm512_maskz_loadu_ps(t.m0, xrow + t.base);
-  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(t.m0, xrow + t.base), even,
-                                _mm512_maskz_loadu_ps(t.m1, xrow + t.base + 16));
+  return EvenFloats(xrow + t.base, {t.m0, t.m1});
 }
 
 /// One depthwise plane, 2-D, stride 1 or 2 along x: each 16-wide output segment accumulates
@@ -392,7 +390,6 @@ QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_tap
   const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
   const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
   const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kh = p.kernel[1], kw = p.kernel[2];
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const bool stride1 = p.stride[2] == 1;
   for (int64_t oy = 0; oy < oh; oy += 4) {
     const SegmentTap* st = seg_taps;
@@ -410,13 +407,13 @@ QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_tap
           const SegmentTap& t = st[kx];
           const __m512 wv = _mm512_set1_ps(wrow[kx]);
           if (rows[0] != nullptr)
-            acc0 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[0]), acc0);
+            acc0 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[0]), acc0);
           if (rows[1] != nullptr)
-            acc1 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[1]), acc1);
+            acc1 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[1]), acc1);
           if (rows[2] != nullptr)
-            acc2 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[2]), acc2);
+            acc2 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[2]), acc2);
           if (rows[3] != nullptr)
-            acc3 = _mm512_fmadd_ps(wv, LoadSegment(stride1, even, t, rows[3]), acc3);
+            acc3 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[3]), acc3);
         }
       }
       if (activate) {
@@ -448,7 +445,6 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
   const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
   const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
   const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kw = p.kernel[2];
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const bool stride1 = p.stride[2] == 1;
   for (int64_t oy = 0; oy < oh; oy += R) {
     const float* rows[kSpan];  // null where outside x
@@ -465,7 +461,7 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
       for (int j = 0; j < kSpan; ++j) {
         if (rows[j] == nullptr) continue;
         for (int64_t kx = 0; kx < kw; ++kx) {
-          const __m512 v = LoadSegment(stride1, even, st[kx], rows[j]);
+          const __m512 v = LoadSegment(stride1, st[kx], rows[j]);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             const int ky = j - r * SY;
@@ -523,11 +519,8 @@ void ConvF32PointwiseTransposed(const ConvF32Params& p, const float* x, const fl
       p.num_threads, p.batch * blocks, 32 * k_len * n_sp, [&](int64_t begin, int64_t end) {
         for (int64_t u = begin; u < end; ++u) {
           const int64_t img = u / blocks, cb = u % blocks;
-          const int64_t ch = m - cb * 32;
-          const __mmask16 m0 = ch >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << ch) - 1);
-          const __mmask16 m1 = ch >= 32   ? 0xFFFF
-                               : ch <= 16 ? 0
-                                          : static_cast<__mmask16>((1u << (ch - 16)) - 1);
+          const int64_t ch = m - cb * 32;  // channels left from this block's first
+          const __mmask16 m0 = LowBits16(ch), m1 = LowBits16(ch - 16);
           const float* xi = x + img * k_len * n_sp;
           float* yb = y + (img * m + cb * 32) * n_sp;
           const float* bp = packed + cb * 32 * k_len;

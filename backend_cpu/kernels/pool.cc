@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend_cpu/kernels/cpu_features.h"
+#include "backend_cpu/kernels/lane_masks.h"
 #include "backend_cpu/kernels/nn_parallel.h"
 
 namespace qcc::cpu {
@@ -73,61 +74,51 @@ constexpr std::array<int64_t, 3> kZero{0, 0, 0};
 
 #define QCC_AVX512_POOL_F32 __attribute__((target("avx512f")))
 
-/// Outputs [ox0, ox1) of one output row of a 2-D max pool (dilation 1, stride 1 or 2) whose
-/// windows lie inside the row in x, 16 at a time: lane j scans the taps of output ox0 + j in
-/// the scalar loop's order, starting from its first tap, and _mm512_max_ps(v, best) is
-/// `v > best ? v : best` (MAXPS returns its second operand on NaN and on equal values), so
-/// every lane gives the scalar loop's bits. Returns the first output it left to the caller.
-/// The taps at `at` of 16 outputs `sx` (1 or 2) apart; for stride 2 the even lanes of 31 floats
-/// (nothing read past the last output's tap).
-QCC_AVX512_POOL_F32 inline __m512 TapsX16(const float* at, int64_t sx, __m512i even) {
-  if (sx == 1) return _mm512_loadu_ps(at);
-  return _mm512_permutex2var_ps(_mm512_loadu_ps(at), even, _mm512_maskz_loadu_ps(0x7fff, at + 16));
-}
-
-/// TapsX16 for the first `n` < 16 outputs only: nothing read past the last one's tap (the other
-/// lanes are 0).
-QCC_AVX512_POOL_F32 inline __m512 TapsPartial(const float* at, int64_t sx, __m512i even,
-                                              __mmask16 lanes, __mmask16 lo, __mmask16 hi) {
+/// The taps at `at` of the first `lanes` of 16 outputs `sx` (1 or 2) apart, `span` the masks of
+/// the floats they read (stride 2: their even lanes): nothing is read past the last one's tap, and
+/// the other lanes are 0.
+QCC_AVX512_POOL_F32 inline __m512 TapsX16(const float* at, int64_t sx, __mmask16 lanes,
+                                          SpanMasks span) {
   if (sx == 1) return _mm512_maskz_loadu_ps(lanes, at);
-  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, at), even,
-                                _mm512_maskz_loadu_ps(hi, at + 16));
+  return EvenFloats(at, span);
 }
 
-QCC_AVX512_POOL_F32 int64_t MaxPoolRowAvx512(const PoolF32Params& p, const float* plane,
-                                             int64_t iy0, int64_t ky_taps, int64_t ox0, int64_t ox1,
-                                             int64_t start_x0, float* y) {
+/// The max over a window of ky_taps rows (`w` apart) and kw columns, for the outputs whose
+/// first taps TapsX16 reads at `first`, each from its first tap in the scalar loop's order.
+QCC_AVX512_POOL_F32 inline __m512 MaxOfTaps(const float* first, int64_t ky_taps, int64_t kw,
+                                            int64_t w, int64_t sx, __mmask16 lanes,
+                                            SpanMasks span) {
+  __m512 best = TapsX16(first, sx, lanes, span);
+  for (int64_t ky = 0; ky < ky_taps; ++ky) {
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      best = _mm512_max_ps(TapsX16(first + ky * w + kx, sx, lanes, span), best);
+    }
+  }
+  return best;
+}
+
+/// Outputs [ox0, ox1) of one output row of a 2-D max pool (dilation 1, stride 1 or 2) whose
+/// windows lie inside the row in x, 16 at a time (the last 1..15 on masked loads): lane j scans
+/// the taps of output ox0 + j in the scalar loop's order, starting from its first tap, and
+/// _mm512_max_ps(v, best) is `v > best ? v : best` (MAXPS returns its second operand on NaN and
+/// on equal values), so every lane gives the scalar loop's bits.
+QCC_AVX512_POOL_F32 void MaxPoolRowAvx512(const PoolF32Params& p, const float* plane, int64_t iy0,
+                                          int64_t ky_taps, int64_t ox0, int64_t ox1,
+                                          int64_t start_x0, float* y) {
   const int64_t kw = p.kernel[2], sx = p.stride[2], w = p.in[2];
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   int64_t ox = ox0;
+  // Whole vectors with the masks as constants (plain loads), then the last 1..15 outputs.
   for (; ox + 16 <= ox1; ox += 16) {
     const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;  // lane 0's first tap
-    __m512 best = TapsX16(first, sx, even);
-    for (int64_t ky = 0; ky < ky_taps; ++ky) {
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        best = _mm512_max_ps(TapsX16(first + ky * w + kx, sx, even), best);
-      }
-    }
-    _mm512_storeu_ps(y + ox, best);
+    _mm512_storeu_ps(y + ox, MaxOfTaps(first, ky_taps, kw, w, sx, 0xFFFF, SpanMasksOf(31)));
   }
   if (ox < ox1) {
-    // The last 1..15 outputs: the same scan on masked loads, so a row narrower than 16 (or its
-    // tail) does not fall back to the scalar loop.
-    const int64_t n = ox1 - ox, floats = (n - 1) * sx + 1;  // lane n-1 reads float floats-1
-    const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
-    const __mmask16 lo = floats >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << floats) - 1);
-    const __mmask16 hi = floats <= 16 ? 0 : static_cast<__mmask16>((1u << (floats - 16)) - 1);
+    const int64_t n = ox1 - ox;
     const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;
-    __m512 best = TapsPartial(first, sx, even, lanes, lo, hi);
-    for (int64_t ky = 0; ky < ky_taps; ++ky) {
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        best = _mm512_max_ps(TapsPartial(first + ky * w + kx, sx, even, lanes, lo, hi), best);
-      }
-    }
-    _mm512_mask_storeu_ps(y + ox, lanes, best);
-    ox = ox1;
+    _mm512_mask_storeu_ps(y + ox, LowBits16(n),
+                          MaxOfTaps(first, ky_taps, kw, w, sx, LowBits16(n),
+                                    SpanMasksOf((n - 1) * sx + 1)));  // lane n-1's float
   }
-  return ox;
 }
 
 }  // namespace
@@ -192,13 +183,14 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
           float* yr = yp + oy * p.out[2];
           const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
           if (ky0 < ky1) {
-            const int64_t ox = whole_begin;
-            const int64_t done = ox < whole_end
-                                     ? MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0,
-                                                        ox, whole_end, table.start[2][ox], yr)
-                                     : ox;
-            for (int64_t o = 0; o < ox; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
-            for (int64_t o = done; o < p.out[2]; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            if (whole_begin < whole_end) {
+              MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0, whole_begin, whole_end,
+                               table.start[2][whole_begin], yr);
+            }
+            for (int64_t o = 0; o < whole_begin; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            for (int64_t o = whole_end; o < p.out[2]; ++o) {
+              yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            }
           } else {
             for (int64_t o = 0; o < p.out[2]; ++o) yr[o] = std::numeric_limits<float>::lowest();
           }

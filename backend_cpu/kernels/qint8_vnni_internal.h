@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "backend_cpu/kernels/lane_masks.h"  // LowBits64
 #include "backend_cpu/kernels/qconv.h"
 #include "backend_cpu/kernels/qgemm.h"
 
@@ -56,11 +57,6 @@ QCC_VNNI inline __m128i RequantizeX16(__m512i acc, __m512 multiplier, __m512i zp
   const __m512i q =
       _mm512_maskz_cvt_roundps_epi32(kAll, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_add_epi32(q, zp));
-}
-
-/// The first `n` bits set (none for n <= 0, all 64 for n >= 64).
-inline uint64_t LowBits64(int64_t n) {
-  return n <= 0 ? 0 : n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
 }
 
 /// Fills w's VNNI layout (direct or depthwise, per the header's rules) from p.weights.

@@ -11,6 +11,7 @@
 #include "backend_cpu/kernels/qpool.h"
 
 #include "backend_cpu/kernels/cpu_features.h"
+#include "backend_cpu/kernels/lane_masks.h"
 
 // GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
@@ -168,10 +169,7 @@ QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolS8Geometry& g, int64_t beg
                                             const int8_t* x, int8_t* y) {
   const int64_t w_in = g.in[2], ow = g.out[2], kw = g.kernel[2];
   const __m512i low = _mm512_set1_epi8(-128);
-  const __mmask64 lo_bytes = w_in >= 64 ? ~__mmask64{0} : (__mmask64{1} << w_in) - 1;
-  const __mmask64 hi_bytes = w_in <= 64    ? 0
-                             : w_in >= 128 ? ~__mmask64{0}
-                                           : (__mmask64{1} << (w_in - 64)) - 1;
+  const __mmask64 lo_bytes = LowBits64(w_in), hi_bytes = LowBits64(w_in - 64);
   // Per horizontal tap: the input column of each output lane, and the lanes where it is inside.
   alignas(64) int8_t index[64][64];
   __mmask64 inside[64];
@@ -184,7 +182,7 @@ QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolS8Geometry& g, int64_t beg
       if (in) inside[kx] |= __mmask64{1} << ox;
     }
   }
-  const __mmask64 out_bytes = ow >= 64 ? ~__mmask64{0} : (__mmask64{1} << ow) - 1;
+  const __mmask64 out_bytes = LowBits64(ow);
   for (int64_t plane = begin; plane < end; ++plane) {
     const int8_t* xp = x + plane * g.in_size();
     int8_t* yp = y + plane * g.out_size();
