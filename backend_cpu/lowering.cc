@@ -189,19 +189,9 @@ absl::StatusOr<int32_t> Lowering::Output(const ir::Value* v, DType dtype) {
 absl::Status Lowering::LowerInt8(const ir::Node& node) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
-  switch (node.kind()) {
-    case OpKind::kReshape:
-    case OpKind::kFlatten:
-    case OpKind::kSqueeze:
-    case OpKind::kUnsqueeze:
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-    case OpKind::kPad:
-    case OpKind::kResize:  // nearest (passes/quantize.cc lets no other mode be int8)
-    case OpKind::kExpand:
-      return LowerMovement(node, /*int8=*/true);
-    default:
-      break;
+  // Resize only when nearest: passes/quantize.cc lets no other mode be int8.
+  if (ir::Int8FormOf(node.kind()) == ir::Int8Form::kMovement) {
+    return LowerMovement(node, /*int8=*/true);
   }
   if (auto fr = d_.float_result.find(&node); fr != d_.float_result.end()) {
     // The fp32 result (and the folded bias Add's output when there is one).

@@ -296,6 +296,36 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
   PlanStep step;
   StepKind kind;
   int num_inputs = 1;
+  if (std::optional<UnaryCall> call = ir::UnaryCallOf(node); call && IsFloat(y->dtype())) {
+    // Every elementwise function, by its number (support/unary_fn.h); the step holds two
+    // constants.
+    if (call->gamma != 0.0f) {
+      return absl::UnimplementedError(absl::StrCat(
+          "node '", node.name(), "' (", ir::OpName(node.kind()),
+          "): a function of three constants cannot be put in a plan yet (the Unary step holds "
+          "two)"));
+    }
+    runtime::UnaryStepParams p;
+    p.op = static_cast<int64_t>(call->fn);
+    p.alpha = call->alpha;
+    p.beta = call->beta;
+    if (call->fn == UnaryFn::kClip) {  // [alpha, beta] = [min, max] from constant inputs
+      for (int i = 1; i < node.num_inputs(); ++i) {
+        if (node.input(i) == nullptr) continue;
+        std::optional<float> v = passes::fuse::ScalarF32(node.input(i));
+        if (!v) {
+          return absl::UnimplementedError(
+              absl::StrCat("node '", node.name(), "': Clip with non-constant bounds"));
+        }
+        (i == 1 ? p.alpha : p.beta) = *v;
+      }
+    }
+    QCC_RETURN_IF_ERROR(input(0));
+    QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, DType::kFloat32));
+    Emit(StepKind::kUnary, node, ins, out, WithParams(p));
+    FinishFloat(y, out, node);
+    return absl::OkStatus();
+  }
   switch (node.kind()) {
     case OpKind::kConv: {
       const auto& a = node.attrs<ir::ConvAttrs>();
@@ -334,73 +364,6 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
       kind = StepKind::kBinary;
       step = WithParams(p);
       num_inputs = 2;
-      break;
-    }
-    case OpKind::kRelu:
-    case OpKind::kSigmoid:
-    case OpKind::kTanh:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kClip:
-    case OpKind::kLeakyRelu:
-    case OpKind::kErf:
-    case OpKind::kSqrt:
-    case OpKind::kGelu: {
-      runtime::UnaryStepParams p;
-      using U = runtime::UnaryOp;
-      switch (node.kind()) {
-        case OpKind::kErf:
-          p.op = static_cast<int64_t>(U::kErf);
-          break;
-        case OpKind::kSqrt:
-          p.op = static_cast<int64_t>(U::kSqrt);
-          break;
-        case OpKind::kGelu:
-          if (node.attrs<ir::GeluAttrs>().approximate != ir::GeluApprox::kNone) {
-            return absl::UnimplementedError(
-                absl::StrCat("node '", node.name(), "': the tanh Gelu in a plan"));
-          }
-          p.op = static_cast<int64_t>(U::kGelu);
-          break;
-        case OpKind::kRelu:
-          p.op = static_cast<int64_t>(U::kRelu);
-          break;
-        case OpKind::kSigmoid:
-          p.op = static_cast<int64_t>(U::kSigmoid);
-          break;
-        case OpKind::kTanh:
-          p.op = static_cast<int64_t>(U::kTanh);
-          break;
-        case OpKind::kHardSwish:
-          p.op = static_cast<int64_t>(U::kHardSwish);
-          break;
-        case OpKind::kHardSigmoid:
-          p.op = static_cast<int64_t>(U::kHardSigmoid);
-          p.alpha = node.attrs<ir::HardSigmoidAttrs>().alpha;
-          p.beta = node.attrs<ir::HardSigmoidAttrs>().beta;
-          break;
-        case OpKind::kLeakyRelu:
-          p.op = static_cast<int64_t>(U::kLeakyRelu);
-          p.alpha = node.attrs<ir::LeakyReluAttrs>().alpha;
-          break;
-        default: {  // Clip
-          p.op = static_cast<int64_t>(U::kClip);
-          p.alpha = -std::numeric_limits<float>::max();
-          p.beta = std::numeric_limits<float>::max();
-          for (int i = 1; i < node.num_inputs(); ++i) {
-            if (node.input(i) == nullptr) continue;
-            std::optional<float> v = passes::fuse::ScalarF32(node.input(i));
-            if (!v) {
-              return absl::UnimplementedError(
-                  absl::StrCat("node '", node.name(), "': Clip with non-constant bounds"));
-            }
-            (i == 1 ? p.alpha : p.beta) = *v;
-          }
-          break;
-        }
-      }
-      kind = StepKind::kUnary;
-      step = WithParams(p);
       break;
     }
     case OpKind::kSoftmax: {

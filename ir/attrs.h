@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "support/dtype.h"
 #include "support/tensor.h"
+#include "support/unary_fn.h"
 
 namespace qcc::ir {
 
@@ -181,42 +182,66 @@ struct ObserveAttrs {
   QCC_ATTR_FIELDS(v("observer_id", observer_id);)
 };
 
+// The attributes of the elementwise ops (ops.def's Unary column) give their function's
+// constants: SetUnaryConstants fills those of a UnaryCall (support/unary_fn.h), and
+// ir::UnaryCallOf (graph.h) calls it. An op without attributes has no constants.
+
 struct LeakyReluAttrs {
   float alpha = 0.01f;
   QCC_ATTR_FIELDS(v("alpha", alpha);)
+  void SetUnaryConstants(UnaryCall& c) const { c.alpha = alpha; }
 };
 
+/// Elu and Celu.
 struct EluAttrs {
   float alpha = 1.0f;
   QCC_ATTR_FIELDS(v("alpha", alpha);)
+  void SetUnaryConstants(UnaryCall& c) const { c.alpha = alpha; }
 };
 
 struct ThresholdedReluAttrs {
   float alpha = 1.0f;
   QCC_ATTR_FIELDS(v("alpha", alpha);)
+  void SetUnaryConstants(UnaryCall& c) const { c.alpha = alpha; }
 };
 
 struct SeluAttrs {
   float alpha = 1.67326319217681884765625f;
   float gamma = 1.05070102214813232421875f;
   QCC_ATTR_FIELDS(v("alpha", alpha); v("gamma", gamma);)
+  void SetUnaryConstants(UnaryCall& c) const {
+    c.alpha = alpha;
+    c.gamma = gamma;
+  }
 };
 
 struct HardSigmoidAttrs {
   float alpha = 0.2f;
   float beta = 0.5f;
   QCC_ATTR_FIELDS(v("alpha", alpha); v("beta", beta);)
+  void SetUnaryConstants(UnaryCall& c) const {
+    c.alpha = alpha;
+    c.beta = beta;
+  }
 };
 
 struct GeluAttrs {
   GeluApprox approximate = GeluApprox::kNone;
   QCC_ATTR_FIELDS(v("approximate", approximate);)
+  /// The tanh approximation is a function of its own.
+  void SetUnaryConstants(UnaryCall& c) const {
+    if (approximate == GeluApprox::kTanh) c.fn = UnaryFn::kGeluTanh;
+  }
 };
 
 struct ShrinkAttrs {
   float bias = 0.0f;
   float lambd = 0.5f;
   QCC_ATTR_FIELDS(v("bias", bias); v("lambd", lambd);)
+  void SetUnaryConstants(UnaryCall& c) const {
+    c.alpha = lambd;
+    c.beta = bias;
+  }
 };
 
 struct IsInfAttrs {

@@ -1,6 +1,9 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <variant>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -22,7 +25,33 @@ void RemoveUse(Value* v, Node* node, int index) {
   if (it != uses.end()) uses.erase(it);
 }
 
+/// Whether attribute struct A gives constants of a unary function.
+template <typename A, typename = void>
+struct GivesUnaryConstants : std::false_type {};
+template <typename A>
+struct GivesUnaryConstants<A, std::void_t<decltype(std::declval<const A&>().SetUnaryConstants(
+                                  std::declval<UnaryCall&>()))>> : std::true_type {};
+
 }  // namespace
+
+std::optional<UnaryCall> UnaryCallOf(const Node& node) {
+  const std::optional<UnaryFn> fn = UnaryFnOf(node.kind());
+  if (!fn) return std::nullopt;
+  UnaryCall call;
+  call.fn = *fn;
+  if (*fn == UnaryFn::kClip) {
+    call.alpha = -std::numeric_limits<float>::max();
+    call.beta = std::numeric_limits<float>::max();
+  }
+  std::visit(
+      [&call](const auto& attrs) {
+        if constexpr (GivesUnaryConstants<std::decay_t<decltype(attrs)>>::value) {
+          attrs.SetUnaryConstants(call);
+        }
+      },
+      node.attrs_variant());
+  return call;
+}
 
 void Node::SetInput(int i, Value* v) {
   if (i >= num_inputs()) inputs_.resize(i + 1, nullptr);

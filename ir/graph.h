@@ -98,6 +98,12 @@ class Node {
   std::vector<Value*> outputs_;
 };
 
+/// The elementwise function `node` computes (ops.def's Unary column) with the constants its
+/// attributes give (ir/attrs.h, SetUnaryConstants); nullopt when its kind computes none. Clip's
+/// bounds are inputs, not attributes: its call has [alpha, beta] = [-FLT_MAX, FLT_MAX] (no
+/// bound) for the caller to narrow to constant bound inputs.
+std::optional<UnaryCall> UnaryCallOf(const Node& node);
+
 /// A dataflow graph in topological order. Owns every Node and Value in it.
 class Graph {
  public:

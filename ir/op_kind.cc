@@ -6,9 +6,17 @@ namespace qcc::ir {
 
 namespace {
 
+/// ops.def's Unary column: a function of support/unary_fn.h, or None.
+struct UnaryColumn {
+  static constexpr int kNone = -1;
+#define QCC_UNARY_COLUMN(fn, cost) static constexpr int k##fn = static_cast<int>(UnaryFn::k##fn);
+  QCC_UNARY_FNS(QCC_UNARY_COLUMN)
+#undef QCC_UNARY_COLUMN
+};
+
 constexpr OpInfo kOpInfos[] = {
-#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out) \
-  {name, min_in, max_in, min_out, max_out},
+#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out, int8, unary) \
+  {name, min_in, max_in, min_out, max_out, Int8Form::k##int8, UnaryColumn::k##unary},
 #include "ir/ops.def"
 #undef OP
 };
@@ -30,8 +38,8 @@ std::optional<OpKind> OpKindFromName(absl::string_view onnx_name) {
 
 Attrs DefaultAttrs(OpKind kind) {
   switch (kind) {
-#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out) \
-  case OpKind::k##kind:                                                   \
+#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out, int8, unary) \
+  case OpKind::k##kind:                                                                \
     return attrs{};
 #include "ir/ops.def"
 #undef OP

@@ -10,7 +10,7 @@
 
 namespace qcc::ir {
 
-#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out) \
+#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out, int8, unary) \
   absl::Status shape_fn(InferContext& ctx);
 #include "ir/ops.def"
 #undef OP

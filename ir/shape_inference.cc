@@ -15,7 +15,7 @@ absl::Status InferContext::Error(absl::string_view message) const {
 
 ShapeFn GetShapeFn(OpKind kind) {
   static constexpr ShapeFn kFns[] = {
-#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out) &shape_fn,
+#define OP(kind, name, attrs, shape_fn, min_in, max_in, min_out, max_out, int8, unary) &shape_fn,
 #include "ir/ops.def"
 #undef OP
   };

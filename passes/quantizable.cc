@@ -5,37 +5,7 @@
 
 namespace qcc::passes {
 
-bool IsQuantizable(ir::OpKind kind) {
-  using K = ir::OpKind;
-  switch (kind) {
-    case K::kConv:
-    case K::kGemm:
-    case K::kMatMul:
-    case K::kAdd:
-    case K::kMaxPool:
-    case K::kAveragePool:
-    case K::kGlobalAveragePool:
-    case K::kConcat:
-    case K::kSigmoid:
-    case K::kHardSigmoid:
-    case K::kHardSwish:
-    case K::kTanh:
-    case K::kRelu:
-    case K::kClip:
-    case K::kReshape:
-    case K::kFlatten:
-    case K::kTranspose:
-    case K::kSlice:
-    case K::kPad:
-    case K::kSqueeze:
-    case K::kUnsqueeze:
-    case K::kResize:
-    case K::kExpand:
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsQuantizable(ir::OpKind kind) { return ir::Int8FormOf(kind) != ir::Int8Form::kNone; }
 
 std::vector<const ir::Value*> TensorsToObserve(const ir::Graph& graph) {
   std::vector<const ir::Value*> observed;

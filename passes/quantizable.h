@@ -9,10 +9,10 @@
 
 namespace qcc::passes {
 
-/// True for ops with an int8 form (DESIGN.md s.2 and issue 4): Conv, Gemm, MatMul, Add,
-/// MaxPool, AveragePool, GlobalAveragePool, Concat, the lookup-table activations (Sigmoid,
-/// HardSigmoid, HardSwish, Tanh), standalone Relu/Clip, and the data-movement ops that pass
-/// int8 through (Reshape, Flatten, Transpose, Slice, Pad, Squeeze, Unsqueeze).
+/// True for ops with an int8 form (DESIGN.md s.2; ops.def's Int8 column): their own kernel
+/// (Conv, Gemm, MatMul, Add, the pools, Concat), a lookup table (Sigmoid, HardSigmoid,
+/// HardSwish, Tanh, standalone Relu/Clip), or moving int8 elements (Reshape, Flatten,
+/// Transpose, Slice, Pad, Squeeze, Unsqueeze, nearest Resize, Expand).
 bool IsQuantizable(ir::OpKind kind);
 
 /// The tensors whose range an int8 compile needs: every float (fp32/fp16/bf16) input and output

@@ -41,16 +41,13 @@ namespace {
 
 using ir::OpKind;
 
+/// Ops whose int8 output has their input's parameters: those that only move elements, and
+/// MaxPool, which picks one of its window's.
 bool IsPassThrough(OpKind k) {
-  return k == OpKind::kReshape || k == OpKind::kFlatten || k == OpKind::kSqueeze ||
-         k == OpKind::kUnsqueeze || k == OpKind::kTranspose || k == OpKind::kSlice ||
-         k == OpKind::kPad || k == OpKind::kMaxPool || k == OpKind::kResize || k == OpKind::kExpand;
+  return ir::Int8FormOf(k) == ir::Int8Form::kMovement || k == OpKind::kMaxPool;
 }
 
-bool IsLut(OpKind k) {
-  return k == OpKind::kSigmoid || k == OpKind::kHardSigmoid || k == OpKind::kHardSwish ||
-         k == OpKind::kTanh || k == OpKind::kRelu || k == OpKind::kClip;
-}
+bool IsLut(OpKind k) { return ir::Int8FormOf(k) == ir::Int8Form::kLut; }
 
 /// The fused activation of a Conv/Gemm/Add, if it is one an int8 clamp can do.
 template <typename Attrs>
@@ -154,38 +151,16 @@ std::string Int8Blocker(const ir::Node& node) {
   }
 }
 
-/// y = f(x) of a LUT node in fp32.
-float LutFunction(const ir::Node& node, float x) {
-  switch (node.kind()) {
-    case OpKind::kSigmoid:
-      return cpu::EvalLutOp(cpu::LutOp::kSigmoid, {}, x);
-    case OpKind::kTanh:
-      return cpu::EvalLutOp(cpu::LutOp::kTanh, {}, x);
-    case OpKind::kHardSwish:
-      return cpu::EvalLutOp(cpu::LutOp::kHardSwish, {}, x);
-    case OpKind::kHardSigmoid: {
-      const auto& a = node.attrs<ir::HardSigmoidAttrs>();
-      return cpu::EvalLutOp(cpu::LutOp::kHardSigmoid, {a.alpha, a.beta}, x);
-    }
-    case OpKind::kRelu:
-      return x > 0.0f ? x : 0.0f;
-    case OpKind::kClip: {
-      const std::pair<float, float> bounds = *ClipBounds(node);
-      return std::min(std::max(x, bounds.first), bounds.second);
-    }
-    default:
-      return x;
-  }
-}
-
+/// The table of a node whose int8 form is a LUT (ops.def): its unary function in fp32, as the
+/// fp32 kernels compute it, from int8 `in` to int8 `out`. Clip's bounds are its constant inputs
+/// (Int8Blocker has checked that they are).
 std::vector<int8_t> BuildTable(const ir::Node& node, const QuantParams& in,
                                const QuantParams& out) {
-  std::vector<int8_t> table(256);
-  for (int q = -128; q <= 127; ++q) {
-    const float x = DequantizeValue(static_cast<int8_t>(q), in.scale, in.zero_point);
-    table[q + 128] = QuantizeValue(LutFunction(node, x), out.scale, out.zero_point);
-  }
-  return table;
+  UnaryCall call = *ir::UnaryCallOf(node);
+  if (call.fn == UnaryFn::kClip) std::tie(call.alpha, call.beta) = *ClipBounds(node);
+  const cpu::Int8Lut table =
+      cpu::BuildLut(call, in.scale, in.zero_point, out.scale, out.zero_point);
+  return std::vector<int8_t>(table.begin(), table.end());
 }
 
 /// The largest |folded bias| a row of `cols` weights may have: int32 less room for the worst

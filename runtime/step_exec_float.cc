@@ -275,7 +275,7 @@ void RunSoftmax(const int64_t& axis, const StepRunContext& c) {
 // ---- Unary ----
 
 absl::Status CheckUnaryOp(const StepPrepareContext& c, int64_t op) {
-  if (op < 0 || op > static_cast<int64_t>(UnaryOp::kGelu)) {
+  if (op < 0 || op >= kNumUnaryFns) {
     return c.Error(absl::StrCat("unknown unary op ", op));
   }
   return absl::OkStatus();
@@ -293,42 +293,11 @@ absl::StatusOr<UnaryStepParams> PrepareUnary(const StepPrepareContext& c) {
 
 /// y = unary(x) over n elements.
 void UnaryOnSpan(const UnaryStepParams& s, const float* x, float* y, int64_t n, int num_threads) {
-  cpu::UnaryParams p;
-  p.alpha = s.alpha;
-  p.beta = s.beta;
-  switch (static_cast<UnaryOp>(s.op)) {
-    case UnaryOp::kClip:
-      cpu::Clip<float>(x, y, n, s.alpha, s.beta, num_threads);
-      return;
-    case UnaryOp::kRelu:
-      p.kind = cpu::UnaryKind::kRelu;
-      break;
-    case UnaryOp::kSigmoid:
-      p.kind = cpu::UnaryKind::kSigmoid;
-      break;
-    case UnaryOp::kTanh:
-      p.kind = cpu::UnaryKind::kTanh;
-      break;
-    case UnaryOp::kHardSigmoid:
-      p.kind = cpu::UnaryKind::kHardSigmoid;
-      break;
-    case UnaryOp::kHardSwish:
-      p.kind = cpu::UnaryKind::kHardSwish;
-      break;
-    case UnaryOp::kLeakyRelu:
-      p.kind = cpu::UnaryKind::kLeakyRelu;
-      break;
-    case UnaryOp::kErf:
-      p.kind = cpu::UnaryKind::kErf;
-      break;
-    case UnaryOp::kSqrt:
-      p.kind = cpu::UnaryKind::kSqrt;
-      break;
-    case UnaryOp::kGelu:
-      p.kind = cpu::UnaryKind::kGelu;
-      break;
-  }
-  cpu::UnaryFloat<float>(p, x, y, n, num_threads);
+  UnaryCall call;
+  call.fn = static_cast<UnaryFn>(s.op);  // checked by CheckUnaryOp
+  call.alpha = s.alpha;
+  call.beta = s.beta;
+  cpu::UnaryFloat<float>(call, x, y, n, num_threads);
 }
 
 void RunUnary(const UnaryStepParams& s, const StepRunContext& c) {

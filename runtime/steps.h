@@ -54,6 +54,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "runtime/plan.h"
+#include "support/unary_fn.h"
 
 namespace qcc::runtime {
 
@@ -302,24 +303,10 @@ struct AxisStepParams {
   }
 };
 
-/// Float elementwise functions of one input.
-enum class UnaryOp : int64_t {
-  kRelu,
-  kSigmoid,
-  kTanh,
-  kHardSigmoid,
-  kHardSwish,
-  kClip,
-  kLeakyRelu,
-  // Appended (issue 13); the CUDA runtime implements the ones up to kLeakyRelu.
-  kErf,
-  kSqrt,
-  kGelu,  // x * (1 + erf(x / sqrt(2))) / 2
-};
-
-/// Unary: HardSigmoid uses alpha, beta; Clip uses [alpha, beta] as [min, max]; LeakyRelu alpha.
+/// Unary: y = UnaryValue(op, alpha, beta, 0, x) (support/unary_fn.h; `op` is a UnaryFn's
+/// number). HardSigmoid uses alpha, beta; Clip [alpha, beta] as [min, max]; LeakyRelu alpha.
 struct UnaryStepParams {
-  int64_t op = 0;  // UnaryOp
+  int64_t op = 0;  // UnaryFn
   float alpha = 0.0f, beta = 0.0f;
   template <typename V>
   void Visit(V& v) {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "support/fast_math.h"
+#include "support/unary_fn.h"
 
 namespace qcc::cpu {
 
@@ -21,14 +22,10 @@ using ::qcc::GeluF32;            // support/fast_math.h
 using ::qcc::SigmoidF32;         // support/fast_math.h
 using ::qcc::TanhF32;            // support/fast_math.h
 
-/// e^x and tanh(x): the vectorizable forms above for float, libm for double.
-inline float ExpOf(float x) { return ExpF32(x); }
-inline double ExpOf(double x) { return std::exp(x); }
-inline float TanhOf(float x) { return TanhF32(x); }
-inline double TanhOf(double x) { return std::tanh(x); }
-/// erf(x): the vectorizable form for float (GELU's), libm for double.
-inline float ErfOf(float x) { return ErfF32(x); }
-inline double ErfOf(double x) { return std::erf(x); }
+/// e^x, tanh(x) and erf(x): the vectorizable forms above for float, libm for double.
+using ::qcc::ErfOf;   // support/unary_fn.h
+using ::qcc::ExpOf;   // support/unary_fn.h
+using ::qcc::TanhOf;  // support/unary_fn.h
 
 /// max(x[0..n)), n >= 1, over 16 independent partial maxima: one vector register of them in
 /// the SIMD builds (max is exact, so the grouping does not change the result; a NaN is skipped

@@ -5,71 +5,25 @@
 
 #include <cstdint>
 
+#include "support/unary_fn.h"
+
 namespace qcc::cpu {
-
-/// The unary functions of UnaryFloat.
-enum class UnaryKind : uint8_t {
-  // Activations.
-  kRelu,
-  kLeakyRelu,  // alpha
-  kSigmoid,
-  kHardSigmoid,  // alpha, beta
-  kHardSwish,
-  kTanh,
-  kErf,
-  kElu,              // alpha
-  kSelu,             // alpha, gamma
-  kCelu,             // alpha
-  kThresholdedRelu,  // alpha
-  kSoftplus,
-  kSoftsign,
-  kMish,
-  kGelu,
-  kGeluTanh,
-  kShrink,  // alpha = lambd, beta = bias
-  // Math.
-  kSqrt,
-  kExp,
-  kLog,
-  kNeg,
-  kAbs,
-  kReciprocal,
-  kFloor,
-  kCeil,
-  kRound,  // half to even
-  kSign,
-  kSin,
-  kCos,
-  kTan,
-  kAsin,
-  kAcos,
-  kAtan,
-  kSinh,
-  kCosh,
-  kAsinh,
-  kAcosh,
-  kAtanh,
-};
-
-/// A unary function and its constants (meaning per kind, as noted in UnaryKind).
-struct UnaryParams {
-  UnaryKind kind = UnaryKind::kRelu;
-  float alpha = 0.0f;
-  float beta = 0.0f;
-  float gamma = 0.0f;
-};
 
 // The kernels taking `num_threads` split large tensors over up to that many threads (small
 // ones stay on the caller's); every element is computed the same way at any thread count.
 
-/// y[i] = f(x[i]) for n elements; T is float or double. x and y may alias.
+/// y[i] = UnaryValue(call, x[i]) (support/unary_fn.h) for n elements; T is float or double.
+/// x and y may alias.
 template <typename T>
-void UnaryFloat(const UnaryParams& p, const T* x, T* y, int64_t n, int num_threads);
+void UnaryFloat(const UnaryCall& call, const T* x, T* y, int64_t n, int num_threads);
 
-/// y[i] = f(x[i]) for the integer kinds kRelu, kNeg, kAbs and kSign (others are our bug);
-/// T is any integer type. Neg and Abs wrap at the type's minimum. x and y may alias.
+/// Whether UnaryInt computes `fn`: Relu, Neg, Abs and Sign.
+bool HasUnaryIntKernel(UnaryFn fn);
+
+/// y[i] = fn(x[i]) for a function HasUnaryIntKernel accepts (others are our bug); T is any
+/// integer type. Neg and Abs wrap at the type's minimum. x and y may alias.
 template <typename T>
-void UnaryInt(UnaryKind kind, const T* x, T* y, int64_t n, int num_threads);
+void UnaryInt(UnaryFn fn, const T* x, T* y, int64_t n, int num_threads);
 
 /// y[i] = min(max(x[i], lo), hi) for n elements; T is any numeric type. x and y may alias.
 template <typename T>

@@ -1,4 +1,4 @@
-// int8 lookup tables: building them from the activation's fp32 formula, and applying them.
+// int8 lookup tables: building them from the function's fp32 formula, and applying them.
 //
 // AVX-512 VBMI apply: the 256-byte table is four zmm registers t0..t3; for an index byte
 // u = x + 128 (x XOR 0x80), vpermt2b(t0, u, t1) picks table[u & 127] and vpermt2b(t2, u, t3)
@@ -24,11 +24,6 @@ namespace qcc::cpu {
 
 namespace {
 
-float HardSigmoid(float alpha, float beta, float x) {
-  const float v = alpha * x + beta;
-  return std::max(0.0f, std::min(1.0f, v));
-}
-
 QCC_AVX512_VBMI void ApplyLutAvx512(const Int8Lut& table, int64_t n, const int8_t* x, int8_t* y) {
   const __m512i t0 = _mm512_loadu_si512(table.data());
   const __m512i t1 = _mm512_loadu_si512(table.data() + 64);
@@ -48,26 +43,11 @@ QCC_AVX512_VBMI void ApplyLutAvx512(const Int8Lut& table, int64_t n, const int8_
 
 }  // namespace
 
-float EvalLutOp(LutOp op, const LutOpParams& params, float x) {
-  switch (op) {
-    case LutOp::kSigmoid:
-      return 1.0f / (1.0f + std::exp(-x));
-    case LutOp::kTanh:
-      return std::tanh(x);
-    case LutOp::kHardSigmoid:
-      return HardSigmoid(params.alpha, params.beta, x);
-    case LutOp::kHardSwish:
-      return x * HardSigmoid(1.0f / 6.0f, 0.5f, x);
-  }
-  return 0.0f;
-}
-
-Int8Lut BuildLut(LutOp op, const LutOpParams& params, float s_in, int32_t zp_in, float s_out,
-                 int32_t zp_out) {
+Int8Lut BuildLut(const UnaryCall& call, float s_in, int32_t zp_in, float s_out, int32_t zp_out) {
   Int8Lut table;
   for (int32_t q = kInt8Min; q <= kInt8Max; ++q) {
     const float x = DequantizeValue(static_cast<int8_t>(q), s_in, zp_in);
-    table[q + 128] = QuantizeValue(EvalLutOp(op, params, x), s_out, zp_out);
+    table[q + 128] = QuantizeValue(UnaryValue<float>(call, x), s_out, zp_out);
   }
   return table;
 }

@@ -2,6 +2,7 @@
 // here; the broadcasting binary and variadic ops in elementwise_arith.cc and
 // elementwise_compare.cc.
 #include <limits>
+#include <optional>
 
 #include "backend_cpu/kernels/elementwise_unary.h"
 #include "backend_cpu/op_registry.h"
@@ -14,71 +15,26 @@ namespace {
 using internal::NoKernelFor;
 using internal::TagType;
 
-/// The constants of `kind` from the node's attributes.
-UnaryParams ParamsOf(const ir::Node& node, UnaryKind kind) {
-  UnaryParams p;
-  p.kind = kind;
-  switch (kind) {
-    case UnaryKind::kLeakyRelu:
-      p.alpha = node.attrs<ir::LeakyReluAttrs>().alpha;
-      break;
-    case UnaryKind::kHardSigmoid:
-      p.alpha = node.attrs<ir::HardSigmoidAttrs>().alpha;
-      p.beta = node.attrs<ir::HardSigmoidAttrs>().beta;
-      break;
-    case UnaryKind::kElu:
-    case UnaryKind::kCelu:
-      p.alpha = node.attrs<ir::EluAttrs>().alpha;
-      break;
-    case UnaryKind::kSelu:
-      p.alpha = node.attrs<ir::SeluAttrs>().alpha;
-      p.gamma = node.attrs<ir::SeluAttrs>().gamma;
-      break;
-    case UnaryKind::kThresholdedRelu:
-      p.alpha = node.attrs<ir::ThresholdedReluAttrs>().alpha;
-      break;
-    case UnaryKind::kShrink:
-      p.alpha = node.attrs<ir::ShrinkAttrs>().lambd;
-      p.beta = node.attrs<ir::ShrinkAttrs>().bias;
-      break;
-    default:
-      break;
-  }
-  return p;
-}
-
-/// The kinds that also have integer kernels.
-bool HasIntKernel(UnaryKind kind) {
-  return kind == UnaryKind::kRelu || kind == UnaryKind::kNeg || kind == UnaryKind::kAbs ||
-         kind == UnaryKind::kSign;
-}
-
-absl::Status RunUnaryWith(OpContext& ctx, const UnaryParams& p) {
+/// An op with a unary function (ops.def's Unary column) other than Clip: the function with its
+/// attributes' constants, on floating types, and on integer types where UnaryInt has it.
+absl::Status RunUnary(OpContext& ctx) {
+  const std::optional<UnaryCall> call = ir::UnaryCallOf(ctx.node);
+  if (!call) return ctx.Error("not an elementwise function");  // registered for one: our bug
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   const int64_t n = x.numel();
   const bool done = internal::VisitFloatType(x.dtype(), [&](auto tag) {
     using T = TagType<decltype(tag)>;
-    UnaryFloat<T>(p, x.data<T>(), y.data<T>(), n, ctx.num_threads);
+    UnaryFloat<T>(*call, x.data<T>(), y.data<T>(), n, ctx.num_threads);
   });
   if (done) return absl::OkStatus();
-  if (HasIntKernel(p.kind) && internal::VisitIntType(x.dtype(), [&](auto tag) {
+  if (HasUnaryIntKernel(call->fn) && internal::VisitIntType(x.dtype(), [&](auto tag) {
         using T = TagType<decltype(tag)>;
-        UnaryInt<T>(p.kind, x.data<T>(), y.data<T>(), n, ctx.num_threads);
+        UnaryInt<T>(call->fn, x.data<T>(), y.data<T>(), n, ctx.num_threads);
       })) {
     return absl::OkStatus();
   }
   return NoKernelFor(ctx, x.dtype());
-}
-
-template <UnaryKind kKind>
-absl::Status RunUnary(OpContext& ctx) {
-  return RunUnaryWith(ctx, ParamsOf(ctx.node, kKind));
-}
-
-absl::Status RunGelu(OpContext& ctx) {
-  const bool tanh = ctx.attrs<ir::GeluAttrs>().approximate == ir::GeluApprox::kTanh;
-  return RunUnaryWith(ctx, ParamsOf(ctx.node, tanh ? UnaryKind::kGeluTanh : UnaryKind::kGelu));
 }
 
 /// Clip: inputs 1 and 2 are optional scalar bounds of X's dtype; an absent one does not bound.
@@ -135,63 +91,17 @@ absl::Status RunNot(OpContext& ctx) {
 
 void RegisterElementwiseOps(OpRegistry& registry) {
   using ir::OpKind;
-  // Activations.
-  registry.Add(OpKind::kRelu, &RunUnary<UnaryKind::kRelu>);
-  registry.Add(OpKind::kLeakyRelu, &RunUnary<UnaryKind::kLeakyRelu>);
-  registry.Add(OpKind::kClip, &RunClip);
-  registry.Add(OpKind::kSigmoid, &RunUnary<UnaryKind::kSigmoid>);
-  registry.Add(OpKind::kHardSigmoid, &RunUnary<UnaryKind::kHardSigmoid>);
-  registry.Add(OpKind::kHardSwish, &RunUnary<UnaryKind::kHardSwish>);
-  registry.Add(OpKind::kTanh, &RunUnary<UnaryKind::kTanh>);
-  registry.Add(OpKind::kErf, &RunUnary<UnaryKind::kErf>);
-  registry.Add(OpKind::kElu, &RunUnary<UnaryKind::kElu>);
-  registry.Add(OpKind::kSelu, &RunUnary<UnaryKind::kSelu>);
-  registry.Add(OpKind::kCelu, &RunUnary<UnaryKind::kCelu>);
-  registry.Add(OpKind::kThresholdedRelu, &RunUnary<UnaryKind::kThresholdedRelu>);
-  registry.Add(OpKind::kSoftplus, &RunUnary<UnaryKind::kSoftplus>);
-  registry.Add(OpKind::kSoftsign, &RunUnary<UnaryKind::kSoftsign>);
-  registry.Add(OpKind::kMish, &RunUnary<UnaryKind::kMish>);
-  registry.Add(OpKind::kGelu, &RunGelu);
-  registry.Add(OpKind::kShrink, &RunUnary<UnaryKind::kShrink>);
-  // Unary math.
-  registry.Add(OpKind::kSqrt, &RunUnary<UnaryKind::kSqrt>);
-  registry.Add(OpKind::kExp, &RunUnary<UnaryKind::kExp>);
-  registry.Add(OpKind::kLog, &RunUnary<UnaryKind::kLog>);
-  registry.Add(OpKind::kNeg, &RunUnary<UnaryKind::kNeg>);
-  registry.Add(OpKind::kAbs, &RunUnary<UnaryKind::kAbs>);
-  registry.Add(OpKind::kReciprocal, &RunUnary<UnaryKind::kReciprocal>);
-  registry.Add(OpKind::kFloor, &RunUnary<UnaryKind::kFloor>);
-  registry.Add(OpKind::kCeil, &RunUnary<UnaryKind::kCeil>);
-  registry.Add(OpKind::kRound, &RunUnary<UnaryKind::kRound>);
-  registry.Add(OpKind::kSign, &RunUnary<UnaryKind::kSign>);
-  registry.Add(OpKind::kSin, &RunUnary<UnaryKind::kSin>);
-  registry.Add(OpKind::kCos, &RunUnary<UnaryKind::kCos>);
-  registry.Add(OpKind::kTan, &RunUnary<UnaryKind::kTan>);
-  registry.Add(OpKind::kAsin, &RunUnary<UnaryKind::kAsin>);
-  registry.Add(OpKind::kAcos, &RunUnary<UnaryKind::kAcos>);
-  registry.Add(OpKind::kAtan, &RunUnary<UnaryKind::kAtan>);
-  registry.Add(OpKind::kSinh, &RunUnary<UnaryKind::kSinh>);
-  registry.Add(OpKind::kCosh, &RunUnary<UnaryKind::kCosh>);
-  registry.Add(OpKind::kAsinh, &RunUnary<UnaryKind::kAsinh>);
-  registry.Add(OpKind::kAcosh, &RunUnary<UnaryKind::kAcosh>);
-  registry.Add(OpKind::kAtanh, &RunUnary<UnaryKind::kAtanh>);
+  // Every op with a unary function; Clip reads its bounds from inputs and has integer kernels.
+  // y[i] depends on x[i] alone: the output may take over a dying input's storage.
+  for (int i = 0; i < ir::kNumOpKinds; ++i) {
+    const auto kind = static_cast<OpKind>(i);
+    if (!ir::UnaryFnOf(kind)) continue;
+    registry.Add(kind, kind == OpKind::kClip ? &RunClip : &RunUnary);
+    registry.AllowInPlace(kind);
+  }
   registry.Add(OpKind::kNot, &RunNot);
   registry.Add(OpKind::kIsNaN, &RunIsNaN);
   registry.Add(OpKind::kIsInf, &RunIsInf);
-  // y[i] depends on x[i] alone: the output may take over a dying input's storage.
-  for (OpKind kind :
-       {OpKind::kRelu,        OpKind::kLeakyRelu, OpKind::kClip,       OpKind::kSigmoid,
-        OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kTanh,       OpKind::kErf,
-        OpKind::kElu,         OpKind::kSelu,      OpKind::kCelu,       OpKind::kThresholdedRelu,
-        OpKind::kSoftplus,    OpKind::kSoftsign,  OpKind::kMish,       OpKind::kGelu,
-        OpKind::kShrink,      OpKind::kSqrt,      OpKind::kExp,        OpKind::kLog,
-        OpKind::kNeg,         OpKind::kAbs,       OpKind::kReciprocal, OpKind::kFloor,
-        OpKind::kCeil,        OpKind::kRound,     OpKind::kSign,       OpKind::kSin,
-        OpKind::kCos,         OpKind::kTan,       OpKind::kAsin,       OpKind::kAcos,
-        OpKind::kAtan,        OpKind::kSinh,      OpKind::kCosh,       OpKind::kAsinh,
-        OpKind::kAcosh,       OpKind::kAtanh}) {
-    registry.AllowInPlace(kind);
-  }
 
   internal::RegisterArithmeticOps(registry);
   internal::RegisterCompareOps(registry);

@@ -10,8 +10,8 @@
 // Bit-identity with the CPU runtime (tests/backend_cuda/elementwise_bodies_test.cc): the int8
 // bodies call support/quantize.h; the float bodies repeat backend_cpu's fp32 operations in the
 // same order (files built with -ffp-contract=off / nvcc --fmad=false). Sigmoid, Tanh and Softmax
-// use support/fast_math.h's ExpF32 / TanhF32, the functions the CPU kernels use, so they too are
-// bit-identical to the CPU kernels.
+// use support/fast_math.h's ExpF32 / TanhF32, the functions the CPU kernels use, and Unary runs
+// support/unary_fn.h's one formula per function, so they too are bit-identical to the CPU kernels.
 #ifndef QCC_BACKEND_CUDA_KERNELS_ELEMENTWISE_BODIES_H_
 #define QCC_BACKEND_CUDA_KERNELS_ELEMENTWISE_BODIES_H_
 
@@ -21,6 +21,7 @@
 #include "support/fast_math.h"
 #include "support/float16.h"
 #include "support/quantize.h"
+#include "support/unary_fn.h"
 
 namespace qcc::cuda {
 
@@ -149,26 +150,9 @@ QCC_HOST_DEVICE inline float ApplyActivation(const ActivationArgs& act, float v)
 
 // ---- Unary f32 ------------------------------------------------------------------------------
 
-/// The unary functions. The numbers are runtime's UnaryOp (runtime/steps.h) in the same order,
-/// so the runtime passes static_cast<int32_t>(UnaryStepParams::op) (the test checks the match):
-///   0 Relu         v < 0 ? 0 : v
-///   1 Sigmoid      1 / (1 + exp(-v))           (ExpF32)
-///   2 Tanh         TanhF32(v)
-///   3 HardSigmoid  max(0, min(1, alpha * v + beta))
-///   4 HardSwish    v * max(0, min(1, v / 6 + 0.5))
-///   5 Clip         v < alpha ? alpha : (v > beta ? beta : v)   ([alpha, beta] = [min, max])
-///   6 LeakyRelu    v < 0 ? alpha * v : v
-enum UnaryFn : int32_t {
-  kUnaryRelu = 0,
-  kUnarySigmoid = 1,
-  kUnaryTanh = 2,
-  kUnaryHardSigmoid = 3,
-  kUnaryHardSwish = 4,
-  kUnaryClip = 5,
-  kUnaryLeakyRelu = 6,
-};
-
-/// Unary f32: n = element count; y[i] = f(x[i]) with f = `op` (a UnaryFn). x and y may alias.
+/// Unary f32: n = element count; y[i] = UnaryValue(op, alpha, beta, 0, x[i]), the formula of
+/// support/unary_fn.h that the CPU kernels also run (op: a UnaryFn's number, as the plan's
+/// UnaryStepParams holds it). x and y may alias.
 struct UnaryArgs {
   const float* x;
   float* y;
@@ -177,42 +161,9 @@ struct UnaryArgs {
   float beta;   // HardSigmoid beta, Clip max
 };
 
-/// One value of UnaryArgs' function (std::min / std::max spelled as the CPU kernel's
-/// comparisons: std::min(a, b) is b < a ? b : a, std::max(a, b) is a < b ? b : a).
-QCC_HOST_DEVICE inline float UnaryValue(int32_t op, float alpha, float beta, float v) {
-  switch (op) {
-    case kUnaryRelu:
-      return v < 0.0f ? 0.0f : v;
-    case kUnarySigmoid:
-      return 1.0f / (1.0f + ExpF32(-v));
-    case kUnaryTanh:
-      return TanhF32(v);
-    case kUnaryHardSigmoid: {
-      const float t = alpha * v + beta;
-      // NaN gives 1, as std::min(1, t) and then std::max(0, .) do on the host. Said first:
-      // the device build gave 0 for NaN on an H200 although its PTX keeps min then max (most
-      // likely ptxas made the clamp a saturating instruction, which flushes NaN to 0).
-      if (t != t) return 1.0f;
-      const float m = t < 1.0f ? t : 1.0f;  // std::min(1, t)
-      return 0.0f < m ? m : 0.0f;           // std::max(0, m)
-    }
-    case kUnaryHardSwish: {
-      const float t = v / 6.0f + 0.5f;
-      const float m = t < 1.0f ? t : 1.0f;
-      return v * (0.0f < m ? m : 0.0f);
-    }
-    case kUnaryClip:
-      return v < alpha ? alpha : (v > beta ? beta : v);
-    case kUnaryLeakyRelu:
-      return v < 0.0f ? alpha * v : v;
-    default:
-      return v;
-  }
-}
-
 struct UnaryBody {
   static QCC_HOST_DEVICE void Run(const UnaryArgs& a, int64_t i) {
-    a.y[i] = UnaryValue(a.op, a.alpha, a.beta, a.x[i]);
+    a.y[i] = UnaryValue<float>(static_cast<UnaryFn>(a.op), a.alpha, a.beta, 0.0f, a.x[i]);
   }
 };
 

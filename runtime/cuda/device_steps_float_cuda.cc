@@ -217,9 +217,9 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareSoftmax(const DevicePrepareCo
 
 absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareUnary(const DevicePrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const UnaryStepParams p, c.Decode<UnaryStepParams>());
-  // UnaryFn's numbers are UnaryOp's (elementwise_bodies.h).
-  static_assert(kc::kUnaryLeakyRelu == static_cast<int32_t>(UnaryOp::kLeakyRelu));
-  static_assert(kc::kUnaryClip == static_cast<int32_t>(UnaryOp::kClip));
+  if (p.op < 0 || p.op >= kNumUnaryFns) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown unary function ", p.op));
+  }
   return MakeDeviceStep<UnaryStepParams>(
       p, [](const UnaryStepParams& s, const DeviceRunContext& c) {
         return Launch<kc::UnaryBody>(

@@ -31,15 +31,15 @@ bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
 
 TEST(ParallelKernelsTest, UnaryFloatIsBitIdenticalAcrossThreadCounts) {
   const std::vector<float> x = UniformFloats(kLarge, -6.0f, 6.0f, 1);
-  for (UnaryKind kind : {UnaryKind::kRelu, UnaryKind::kSigmoid, UnaryKind::kTanh,
-                         UnaryKind::kHardSwish, UnaryKind::kHardSigmoid, UnaryKind::kExp}) {
-    UnaryParams p;
-    p.kind = kind;
+  for (UnaryFn kind : {UnaryFn::kRelu, UnaryFn::kSigmoid, UnaryFn::kTanh, UnaryFn::kHardSwish,
+                       UnaryFn::kHardSigmoid, UnaryFn::kExp}) {
+    UnaryCall p;
+    p.fn = kind;
     p.alpha = 0.2f;
     p.beta = 0.5f;
     std::vector<float> ref(kLarge);
     UnaryFloat<float>(p, x.data(), ref.data(), kLarge, 1);
-    if (kind == UnaryKind::kRelu) {
+    if (kind == UnaryFn::kRelu) {
       for (int64_t i = 0; i < kLarge; ++i) ASSERT_EQ(ref[i], x[i] < 0 ? 0.0f : x[i]);
     }
     for (int threads : kThreadCounts) {
@@ -64,7 +64,7 @@ TEST(ParallelKernelsTest, ClipAndUnaryIntAreBitIdenticalAcrossThreadCounts) {
       ASSERT_EQ(y[i], std::min(std::max(x[i], -0.5f), 1.25f)) << i;
     }
     std::vector<int32_t> yi(kLarge);
-    UnaryInt<int32_t>(UnaryKind::kAbs, xi.data(), yi.data(), kLarge, threads);
+    UnaryInt<int32_t>(UnaryFn::kAbs, xi.data(), yi.data(), kLarge, threads);
     for (int64_t i = 0; i < kLarge; ++i) ASSERT_EQ(yi[i], std::abs(xi[i])) << i;
   }
 }

@@ -416,12 +416,12 @@ TEST(CudaEngineGpuTest, SoftmaxUnaryAndBinary) {
   const int32_t s_mid = b.Output("softmax_mid", kF32, {-1, 4, 3, 5});
   b.Step(StepKind::kSoftmax, "softmax_last", {x}, {s_last}, AxisStepParams{-1});
   b.Step(StepKind::kSoftmax, "softmax_mid", {x}, {s_mid}, AxisStepParams{1});
-  for (int64_t op = 0; op <= static_cast<int64_t>(UnaryOp::kLeakyRelu); ++op) {
+  for (int64_t op = 0; op <= static_cast<int64_t>(UnaryFn::kLeakyRelu); ++op) {
     const int32_t y = b.Output("unary" + std::to_string(op), kF32, {-1, 4, 3, 5});
     UnaryStepParams p;
     p.op = op;
-    p.alpha = op == static_cast<int64_t>(UnaryOp::kClip) ? -0.5f : 0.2f;
-    p.beta = op == static_cast<int64_t>(UnaryOp::kClip) ? 0.75f : 0.5f;
+    p.alpha = op == static_cast<int64_t>(UnaryFn::kClip) ? -0.5f : 0.2f;
+    p.beta = op == static_cast<int64_t>(UnaryFn::kClip) ? 0.75f : 0.5f;
     b.Step(StepKind::kUnary, "unary" + std::to_string(op), {x}, {y}, p);
   }
   for (int64_t op = 0; op <= static_cast<int64_t>(BinaryOp::kDiv); ++op) {

@@ -90,9 +90,12 @@ TEST(GpuBodies, UnaryOnDeviceMatchesHostLoop) {
   QCC_SKIP_WITHOUT_GPU();
 #if defined(QCC_HAVE_CUDA)
   const int64_t n = 50001;
-  for (int32_t op = kUnaryRelu; op <= kUnaryLeakyRelu; ++op) {
+  // The functions the CUDA lowering takes (up to LeakyRelu), and Erf, Sqrt and GELU, which it
+  // does not take yet.
+  for (int32_t op = 0; op <= static_cast<int32_t>(UnaryFn::kGelu); ++op) {
     const std::vector<float> x = RandomFloats(n, 10 + op, 60.0f, true);
-    const float alpha = op == kUnaryClip ? -1.0f : 0.2f, beta = op == kUnaryClip ? 6.0f : 0.5f;
+    const bool clip = op == static_cast<int32_t>(UnaryFn::kClip);
+    const float alpha = clip ? -1.0f : 0.2f, beta = clip ? 6.0f : 0.5f;
     std::vector<float> want(n), got(n);
     ForEachIndex<UnaryBody>(n, UnaryArgs{x.data(), want.data(), op, alpha, beta});
     QCC_ASSERT_CUDA(selftest::RunUnary(UnaryArgs{x.data(), got.data(), op, alpha, beta}, n));

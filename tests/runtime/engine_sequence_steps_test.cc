@@ -475,11 +475,12 @@ TEST(EngineSequenceStepsTest, UnaryQuantizeChecksItsOpScaleAndZeroPoint) {
     UnaryQuantizeStepParams p;
     const char* message;
   };
-  const int64_t gelu = static_cast<int64_t>(UnaryOp::kGelu);
+  const int64_t gelu = static_cast<int64_t>(UnaryFn::kGelu);
   const Bad cases[] = {
       {{{gelu, 0, 0}, {0.0f, 0}}, "scale 0 is not a positive finite number"},
       {{{gelu, 0, 0}, {0.1f, 200}}, "zero point 200 is outside [-128, 127]"},
-      {{{gelu + 1, 0, 0}, {0.1f, 0}}, "unknown unary op"},
+      {{{kNumUnaryFns, 0, 0}, {0.1f, 0}}, "unknown unary op"},
+      {{{-1, 0, 0}, {0.1f, 0}}, "unknown unary op"},
   };
   for (const Bad& bad : cases) {
     PlanBuilder b(1, 2);
