@@ -20,50 +20,50 @@
 
 namespace qcc {
 
-// X(Name, cost): every function, in the order of its number. Plans store the number
+// QCC_FN_(Name, cost): every function, in the order of its number. Plans store the number
 // (runtime::UnaryStepParams::op), so new functions are appended. `cost` is the relative time
 // per element: 1 for a few arithmetic instructions, 8 for the transcendental ones, which are
 // worth splitting over threads at smaller sizes.
-#define QCC_UNARY_FNS(X) \
-  X(Relu, 1)             \
-  X(Sigmoid, 8)          \
-  X(Tanh, 8)             \
-  X(HardSigmoid, 1)      \
-  X(HardSwish, 1)        \
-  X(Clip, 1)             \
-  X(LeakyRelu, 1)        \
-  X(Erf, 8)              \
-  X(Sqrt, 1)             \
-  X(Gelu, 8)             \
-  X(GeluTanh, 8)         \
-  X(Elu, 8)              \
-  X(Selu, 8)             \
-  X(Celu, 8)             \
-  X(ThresholdedRelu, 1)  \
-  X(Softplus, 8)         \
-  X(Softsign, 1)         \
-  X(Mish, 8)             \
-  X(Shrink, 1)           \
-  X(Exp, 8)              \
-  X(Log, 8)              \
-  X(Neg, 1)              \
-  X(Abs, 1)              \
-  X(Reciprocal, 1)       \
-  X(Floor, 1)            \
-  X(Ceil, 1)             \
-  X(Round, 1)            \
-  X(Sign, 1)             \
-  X(Sin, 8)              \
-  X(Cos, 8)              \
-  X(Tan, 8)              \
-  X(Asin, 8)             \
-  X(Acos, 8)             \
-  X(Atan, 8)             \
-  X(Sinh, 8)             \
-  X(Cosh, 8)             \
-  X(Asinh, 8)            \
-  X(Acosh, 8)            \
-  X(Atanh, 8)
+#define QCC_UNARY_FNS(QCC_FN_) \
+  QCC_FN_(Relu, 1)             \
+  QCC_FN_(Sigmoid, 8)          \
+  QCC_FN_(Tanh, 8)             \
+  QCC_FN_(HardSigmoid, 1)      \
+  QCC_FN_(HardSwish, 1)        \
+  QCC_FN_(Clip, 1)             \
+  QCC_FN_(LeakyRelu, 1)        \
+  QCC_FN_(Erf, 8)              \
+  QCC_FN_(Sqrt, 1)             \
+  QCC_FN_(Gelu, 8)             \
+  QCC_FN_(GeluTanh, 8)         \
+  QCC_FN_(Elu, 8)              \
+  QCC_FN_(Selu, 8)             \
+  QCC_FN_(Celu, 8)             \
+  QCC_FN_(ThresholdedRelu, 1)  \
+  QCC_FN_(Softplus, 8)         \
+  QCC_FN_(Softsign, 1)         \
+  QCC_FN_(Mish, 8)             \
+  QCC_FN_(Shrink, 1)           \
+  QCC_FN_(Exp, 8)              \
+  QCC_FN_(Log, 8)              \
+  QCC_FN_(Neg, 1)              \
+  QCC_FN_(Abs, 1)              \
+  QCC_FN_(Reciprocal, 1)       \
+  QCC_FN_(Floor, 1)            \
+  QCC_FN_(Ceil, 1)             \
+  QCC_FN_(Round, 1)            \
+  QCC_FN_(Sign, 1)             \
+  QCC_FN_(Sin, 8)              \
+  QCC_FN_(Cos, 8)              \
+  QCC_FN_(Tan, 8)              \
+  QCC_FN_(Asin, 8)             \
+  QCC_FN_(Acos, 8)             \
+  QCC_FN_(Atan, 8)             \
+  QCC_FN_(Sinh, 8)             \
+  QCC_FN_(Cosh, 8)             \
+  QCC_FN_(Asinh, 8)            \
+  QCC_FN_(Acosh, 8)            \
+  QCC_FN_(Atanh, 8)
 
 enum class UnaryFn : int32_t {
 #define QCC_UNARY_ENUMERATOR(name, cost) k##name,

@@ -1,5 +1,7 @@
 // `qcc compile MODEL --int8 [--per-channel|--per-tensor] [--asymmetric] [--calib TABLE]
-// [--calib-method M] [--exclude NAME,...] [--target cpu] [--batch MIN:MAX] [-o MODEL.plan]`.
+// [--calib-method M] [--exclude NAME,...] [--target cpu] [--batch MIN:MAX] [-o MODEL.plan]`:
+// the flags, the model and its calibration table in, builder::Build (builder/build.h), the plan
+// written and summarised.
 
 #include <cstdio>
 #include <filesystem>
@@ -12,16 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "backend_cpu/lowering.h"
-#include "backend_cuda/lowering.h"
+#include "builder/build.h"
 #include "calib/calib_table.h"
 #include "calib/scale_solvers.h"
 #include "ir/fingerprint.h"
 #include "ir/shape_inference.h"
 #include "ir/symbolic_values.h"
 #include "passes/absorb_qdq.h"
-#include "passes/passes.h"
-#include "passes/quantize.h"
 #include "runtime/plan_format.h"
 #include "support/status.h"
 #include "tools/commands.h"
@@ -31,23 +30,11 @@
 namespace qcc::tools {
 namespace {
 
-namespace fs = std::filesystem;
-
-/// The batch range: "N" or "MIN:MAX"; the model's fixed batch when it has one.
-absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_t* lo,
-                         int64_t* hi) {
-  std::optional<int64_t> fixed;
-  for (const ir::Value* in : graph.inputs()) {
-    if (in->type().has_rank() && !in->type().dims->empty() &&
-        ir::IsKnown(in->type().dims->front())) {
-      fixed = in->type().dims->front();
-    }
-  }
-  if (text.empty()) {
-    *lo = fixed ? *fixed : 1;
-    *hi = fixed ? *fixed : 32;
-    return absl::OkStatus();
-  }
+/// --batch: "N" or "MIN:MAX" (empty: 0 and 0, the builder's default: the model's fixed batch,
+/// or 1 to 32).
+absl::Status ParseBatch(const std::string& text, const ir::Graph& graph, int64_t* lo, int64_t* hi) {
+  *lo = *hi = 0;
+  if (text.empty()) return absl::OkStatus();
   std::vector<std::string> parts = absl::StrSplit(text, ':');
   bool ok = parts.size() <= 2 && absl::SimpleAtoi(parts[0], lo) &&
             absl::SimpleAtoi(parts.back(), hi) && *lo >= 1 && *hi >= *lo;
@@ -55,6 +42,7 @@ absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_
     return absl::InvalidArgumentError(
         absl::StrCat("--batch '", text, "' is not N or MIN:MAX with 1 <= MIN <= MAX"));
   }
+  const std::optional<int64_t> fixed = builder::FixedBatch(graph);
   if (fixed && (*lo != *fixed || *hi != *fixed)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--batch ", text, ": the model's batch is fixed at ", *fixed));
@@ -63,6 +51,8 @@ absl::Status ChooseBatch(const std::string& text, const ir::Graph& graph, int64_
 }
 
 }  // namespace
+
+namespace fs = std::filesystem;
 
 absl::Status CompileCommand(const CompileOptions& options) {
   if (int{options.int8} + int{options.fp16} + int{options.fp32} != 1) {
@@ -118,99 +108,40 @@ absl::Status CompileCommand(const CompileOptions& options) {
                          LoadInt8Table(options.model, options.calib, options.calib_method, *graph));
   }
   QCC_RETURN_IF_ERROR(ApplyShapes(options.shapes, *graph));
-  int64_t batch_min = 1, batch_max = 1;
-  QCC_RETURN_IF_ERROR(ChooseBatch(options.batch, *graph, &batch_min, &batch_max));
 
-  int64_t parameters = 0, model_weight_bytes = 0;
-  auto count = [&](const Tensor& t) {
-    parameters += t.numel();
-    model_weight_bytes += static_cast<int64_t>(t.nbytes());
-  };
-  for (const auto& v : graph->values()) {
-    if (v->constant() == nullptr) continue;
-    // A QDQ model's weights are the integer constants its DequantizeLinear nodes read.
-    bool dequantized = false;
-    for (const ir::Use& use : v->uses()) {
-      dequantized |= use.node->kind() == ir::OpKind::kDequantizeLinear && use.index == 0;
-    }
-    if (IsFloat(v->dtype()) || dequantized) count(*v->constant());
-  }
-  for (const auto& n : graph->nodes()) {
-    if (n->kind() == ir::OpKind::kConstant) {
-      const Tensor& t = n->attrs<ir::ConstantAttrs>().value;
-      if (IsFloat(t.dtype())) count(t);
+  builder::BuildOptions build;
+  build.precision = options.int8   ? builder::Precision::kInt8
+                    : options.fp16 ? builder::Precision::kFp16
+                                   : builder::Precision::kFp32;
+  build.target = options.target == "cuda" ? builder::Target::kCuda : builder::Target::kCpu;
+  build.fingerprint = fingerprint;
+  QCC_RETURN_IF_ERROR(ParseBatch(options.batch, *graph, &build.batch_min, &build.batch_max));
+  for (const auto& [flag, given] :
+       {std::pair<const char*, bool>{"--exclude", !options.exclude.empty()},
+        {"--per-tensor", options.per_tensor},
+        {"--asymmetric", options.asymmetric}}) {
+    if (!options.int8 && given) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " applies to --int8 (an fp16 or fp32 plan has no int8 op)"));
     }
   }
-  // A QDQ model: the pairs become tensor parameters (an fp32 or fp16 plan runs the float model
-  // between them).
-  passes::QdqImport qdq;
-  if (qdq_model) {
-    absl::StatusOr<passes::QdqImport> absorbed = passes::AbsorbQdq(*graph);
-    if (!absorbed.ok()) {
-      return absl::Status(absorbed.status().code(),
-                          absl::StrCat(options.model, ": ", absorbed.status().message()));
-    }
-    qdq = *std::move(absorbed);
+  build.dynamic = options.dynamic;
+  build.per_tensor = options.per_tensor;
+  build.asymmetric = options.asymmetric;
+  build.exclude = options.exclude;
+  if (options.int8 && !qdq_model && !options.dynamic) {
+    build.ranges = SolveRanges(table, options.asymmetric);
+    build.gemm_input_ranges = GemmInputRanges(table);
+    build.calib_method = calib::CalibMethodName(table.method);
   }
-  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
-  passes::QuantDecision decision;  // fp16, fp32: no int8 node
-  if (options.int8 && options.dynamic) {
-    passes::QuantizeOptions qopts;
-    qopts.per_channel = !options.per_tensor;
-    qopts.exclude = options.exclude;
-    QCC_ASSIGN_OR_RETURN(decision, passes::AssignDynamic(*graph, qopts));
-  } else if (options.int8) {
-    const std::map<std::string, passes::TensorRange> ranges =
-        qdq_model ? std::map<std::string, passes::TensorRange>{}
-                  : SolveRanges(table, options.asymmetric);
-    passes::QuantizeOptions qopts;
-    qopts.per_channel = !options.per_tensor;
-    qopts.asymmetric = options.asymmetric;
-    qopts.exclude = options.exclude;
-    qopts.fixed_params = qdq.activations;
-    qopts.fixed_weight_scales = qdq.weight_scales;
-    if (!qdq_model) qopts.asymmetric_ranges = GemmInputRanges(table);
-    QCC_ASSIGN_OR_RETURN(decision, passes::AssignPrecision(*graph, ranges, qopts));
-  } else if (!options.exclude.empty()) {
-    return absl::InvalidArgumentError(
-        "--exclude applies to --int8 (an fp16 or fp32 plan has no int8 op)");
-  }
-  cpu::LowerOptions lower;
-  lower.batch_min = batch_min;
-  lower.batch_max = batch_max;
-  lower.fp16 = options.fp16;
-  // A cuda plan is the cpu plan plus the recorded choice of CUDA kernel for every step (the CPU
-  // runtime runs either; backend_cuda/lowering.h).
-  QCC_ASSIGN_OR_RETURN(runtime::Plan plan, options.target == "cuda"
-                                               ? cuda::LowerToCudaPlan(*graph, decision, lower)
-                                               : cpu::LowerToCpuPlan(*graph, decision, lower));
-  plan.metadata["fingerprint"] = fingerprint;
-  plan.metadata["qcc_version"] = QCC_VERSION;
-  if (options.int8) {
-    plan.metadata["precision"] = "int8";
-    bool per_tensor = options.per_tensor;
-    if (qdq_model && !qdq.weight_scales.empty()) {  // the model's weight scales decide
-      per_tensor = true;
-      for (const auto& [name, scales] : qdq.weight_scales) per_tensor &= scales.size() == 1;
-    }
-    plan.metadata["weights"] = per_tensor ? "per-tensor" : "per-channel";
-    plan.metadata["activations"] = options.dynamic                        ? "dynamic"
-                                   : options.asymmetric || qdq.asymmetric ? "asymmetric"
-                                                                          : "symmetric";
-    // "qdq": the scales are the model's own; "none": computed at run time.
-    plan.metadata["calib_method"] = qdq_model         ? "qdq"
-                                    : options.dynamic ? "none"
-                                                      : calib::CalibMethodName(table.method);
-  } else {
-    const char* precision = options.fp16 ? "fp16" : "fp32";
-    plan.metadata["precision"] = precision;
-    plan.metadata["weights"] = precision;
-    plan.metadata["activations"] = precision;
-    plan.metadata["calib_method"] = "none";
-  }
-  plan.metadata["parameters"] = absl::StrCat(parameters);
-  plan.metadata["model_weight_bytes"] = absl::StrCat(model_weight_bytes);
-  plan.metadata["source"] = fs::path(options.model).filename().string();
+  QCC_ASSIGN_OR_RETURN(
+      builder::BuildResult built,
+      builder::Build(std::move(graph), fs::path(options.model).filename().string(), build));
+  runtime::Plan& plan = built.plan;
+  graph = std::move(built.graph);
+  const passes::QuantDecision& decision = built.decision;
+  const passes::QdqImport& qdq = built.qdq;
+  const int64_t batch_max = plan.batch_max;
 
   const std::string output =
       options.output.empty() ? BesideModel(options.model, ".plan") : options.output;

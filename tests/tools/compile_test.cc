@@ -305,6 +305,10 @@ TEST_F(CompileTest, PrecisionAndTargetFlagsAreChecked) {
                      {"exactly one of --int8, --fp16 and --fp32"});
   ExpectOneLineError(Qcc({"compile", m, "--fp16", "--exclude", "Add", "-o", plan}),
                      {"--exclude", "--int8"});
+  ExpectOneLineError(Qcc({"compile", m, "--fp16", "--per-tensor", "-o", plan}),
+                     {"--per-tensor applies to --int8"});
+  ExpectOneLineError(Qcc({"compile", m, "--fp32", "--asymmetric", "-o", plan}),
+                     {"--asymmetric applies to --int8"});
   ExpectOneLineError(Qcc({"compile", m, "--int8", "--target", "gpu", "--calib", t, "-o", plan}),
                      {"--target gpu", "cpu and cuda"});
   EXPECT_FALSE(HasPlanOrTemp());
