@@ -1,0 +1,87 @@
+// The compile pipeline as a library: an imported model and options in, a plan out, for the CPU
+// and the CUDA target alike. `qcc compile` calls it (tools/cmd_compile.cc reads the flags, the
+// model and the calibration table, and prints the summary); an embedder that builds plans links
+// qcc_builder instead of copying that code.
+//
+// Build runs, in order: the QDQ import when the model has Q/DQ pairs (passes/absorb_qdq.h), the
+// fp32 pipeline (passes::DefaultPipeline), precision assignment for int8 (static from the
+// ranges, dynamic, or the model's own Q/DQ parameters), and the lowering for the target; then it
+// fills the plan's metadata.
+#ifndef QCC_BUILDER_BUILD_H_
+#define QCC_BUILDER_BUILD_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "passes/absorb_qdq.h"
+#include "passes/quantize.h"
+#include "runtime/plan.h"
+
+namespace qcc::builder {
+
+enum class Precision { kFp32, kFp16, kInt8 };
+enum class Target { kCpu, kCuda };
+
+struct BuildOptions {
+  Precision precision = Precision::kFp32;
+  /// kCuda: the CPU plan plus the CUDA kernel of every step (backend_cuda/lowering.h); the CPU
+  /// runtime runs either.
+  Target target = Target::kCpu;
+  /// The batch range the plan accepts; 0 and 0: the model's fixed batch, or 1 to 32.
+  int64_t batch_min = 0, batch_max = 0;
+  /// The plan's "fingerprint" (what calibration tables and plans are matched to a model by):
+  /// ir::Fingerprint of the model as imported, before any input shape was fixed. Empty: the
+  /// fingerprint of the graph Build gets.
+  std::string fingerprint;
+
+  // int8 only.
+  /// Activations quantized at run time; no ranges (passes::AssignDynamic).
+  bool dynamic = false;
+  /// One weight scale per tensor instead of per output channel.
+  bool per_tensor = false;
+  /// Activations with a zero point.
+  bool asymmetric = false;
+  /// Node names and op names (ONNX spelling) kept in float.
+  std::vector<std::string> exclude;
+  /// Static quantization of a model without Q/DQ pairs: the range of every calibrated tensor,
+  /// the ranges with a zero point of the tensors fp32-result GEMMs read (tools/int8_setup.h's
+  /// SolveRanges and GemmInputRanges), and the calibration method's name for the plan.
+  std::map<std::string, passes::TensorRange> ranges;
+  std::map<std::string, passes::TensorRange> gemm_input_ranges;
+  std::string calib_method;
+};
+
+struct BuildResult {
+  runtime::Plan plan;
+  /// The fused graph the plan was lowered from, and what was decided for it (for reports).
+  std::unique_ptr<ir::Graph> graph;
+  passes::QuantDecision decision;
+  /// The model's Q/DQ pairs as tensor parameters (empty unless it has them).
+  passes::QdqImport qdq;
+  bool qdq_model = false;
+  /// The model's float weights (a QDQ model's: the constants its DequantizeLinear nodes read).
+  int64_t parameters = 0;
+  int64_t model_weight_bytes = 0;
+};
+
+/// The batch the model's inputs fix (the first extent of an input that has a known one), or
+/// nullopt when the batch is dynamic.
+std::optional<int64_t> FixedBatch(const ir::Graph& graph);
+
+/// Compiles `graph`, an imported and unfused model with its input shapes as the plan should
+/// have them; `source` names it in the plan's metadata (the model's file name). Errors:
+/// InvalidArgument for options that contradict each other or the model (--dynamic on a QDQ
+/// model, a batch range other than a fixed batch), and whatever a pass or the lowering refuses,
+/// naming the node.
+absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::string& source,
+                                  const BuildOptions& options);
+
+}  // namespace qcc::builder
+
+#endif  // QCC_BUILDER_BUILD_H_
