@@ -7,11 +7,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/conv.h"
-#include "backend_cpu/kernels/gemm.h"
-#include "backend_cpu/kernels/qelementwise.h"  // ConvertF16ToF32, ConvertF32ToF16
 #include "ir/printer.h"
 #include "ir/shape_inference.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/qelementwise.h"  // ConvertF16ToF32, ConvertF32ToF16
 #include "support/memory.h"
 #include "support/status.h"
 

@@ -1,6 +1,6 @@
 // cuBLASLt GEMM throughput at 4096^3 (or the size given as the first argument): int8 IMMA
 // (int32 output) and fp16 with fp32 accumulation (fp32 output), the two GEMMs the CUDA backend
-// runs, through backend_cuda/kernels/cublaslt_gemm.h exactly as the backend submits them
+// runs, through kernels/cuda/cublaslt_gemm.h exactly as the backend submits them
 // (gemm_problem.h: Int8Gemm, HalfConvGemm). Prints measured TOPS/TFLOPS against the card's
 // dense (non-sparse) datasheet peak. Without a device it prints "no CUDA device" and exits 0.
 #include <cuda_runtime.h>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backend_cuda/cuda_info.h"
-#include "backend_cuda/kernels/cublaslt_gemm.h"
-#include "backend_cuda/kernels/gemm_problem.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/gemm_problem.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/conv.h"
-#include "backend_cpu/kernels/gemm.h"
-#include "backend_cpu/kernels/qconv.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/qconv.h"
 
 namespace qcc::cpu {
 namespace {

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/evaluator.h"
-#include "backend_cpu/kernels/thread_pool.h"
 #include "backend_cuda/cuda_info.h"
 #include "calib/runner_internal.h"
 #include "ir/printer.h"
+#include "kernels/cpu/thread_pool.h"
 #include "passes/passes.h"
 #include "support/status.h"
 

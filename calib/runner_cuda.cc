@@ -1,6 +1,6 @@
 // The calibration runner on a CUDA GPU (calib/runner.h, Device::kCuda): the instrumented graph
 // is lowered to an fp32 plan and run by the CUDA runtime; after every step that produces an
-// observed tensor, the observer kernels (backend_cuda/kernels/observer_kernels.h) reduce it on
+// observed tensor, the observer kernels (kernels/cuda/observer_kernels.h) reduce it on
 // the same stream to min/max/counts and a histogram at the batch's own power-of-two range, and
 // only those statistics come back to the host, where TensorStats::FromParts + Merge add them
 // exactly (TensorStats histograms depend only on the set of values seen, so the table equals the
@@ -14,8 +14,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/lowering.h"
-#include "backend_cuda/kernels/observer_collect.h"
 #include "calib/runner_internal.h"
+#include "kernels/cuda/observer_collect.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "support/status.h"
 

@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend_cpu/kernels/qlut.h"
+#include "kernels/cpu/qlut.h"
 #include "passes/fuse_util.h"
 #include "passes/quantizable.h"
 #include "support/quantize.h"

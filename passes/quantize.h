@@ -79,7 +79,7 @@ struct QuantDecision {
   std::vector<std::string> notes;
   /// int8 MatMuls of a Linear layer on [.., tokens, K] activations (a transformer's projections
   /// and feed-forward layers) whose result no int8 node reads: they give an fp32 result
-  /// (backend_cpu/kernels/qgemm.h), the accumulator scaled by s_in * s_w (their multipliers),
+  /// (kernels/cpu/qgemm.h), the accumulator scaled by s_in * s_w (their multipliers),
   /// with the layer's bias Add folded in when it follows. Their output has no QuantParams. The
   /// value is the folded Add, or null.
   absl::flat_hash_map<const ir::Node*, const ir::Node*> float_result;
@@ -92,7 +92,7 @@ struct QuantDecision {
   absl::flat_hash_map<const ir::Node*, const ir::Node*> dynamic_bias_add;
   /// Fused attention nodes (qcc.Attention) whose two products run in int8, Q and K quantized
   /// per row and V per column at run time, the probabilities in u8
-  /// (backend_cpu/kernels/attention.h); the others run in fp32.
+  /// (kernels/cpu/attention.h); the others run in fp32.
   absl::flat_hash_set<const ir::Node*> int8_attention;
   /// Output channels of int8 Conv/Gemm/MatMul whose weight scale was widened so that their
   /// int32 bias fits (weights tiny next to the bias), and the nodes they are in.

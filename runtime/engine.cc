@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend_cpu/kernels/gemm.h"
-#include "backend_cpu/kernels/thread_pool.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/thread_pool.h"
 #include "runtime/plan_format.h"
 #include "runtime/step_exec.h"
 #include "runtime/steps.h"

@@ -7,7 +7,7 @@
 //   QCC_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, ctx->Run({image}));
 //
 // Kernel threads: every step splits its work over EngineOptions::num_threads threads of the
-// process-wide pool (backend_cpu/kernels/thread_pool.h), which runs one job at a time. When
+// process-wide pool (kernels/cpu/thread_pool.h), which runs one job at a time. When
 // several contexts run at once, the step that finds the pool busy runs its pieces inline on its
 // own thread, so concurrent contexts never wait for each other and results do not depend on
 // the thread count. For throughput with many contexts, use num_threads = 1.

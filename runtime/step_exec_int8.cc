@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/nn_parallel.h"
-#include "backend_cpu/kernels/qconv.h"
-#include "backend_cpu/kernels/qelementwise.h"
-#include "backend_cpu/kernels/qgemm.h"
-#include "backend_cpu/kernels/qlut.h"
-#include "backend_cpu/kernels/qpool.h"
+#include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/qconv.h"
+#include "kernels/cpu/qelementwise.h"
+#include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/qlut.h"
+#include "kernels/cpu/qpool.h"
 #include "runtime/step_exec.h"
 #include "support/quantize.h"
 #include "support/status.h"

@@ -1,13 +1,13 @@
 // The data-movement step kinds, for any dtype: bytes are moved, never converted. Reshape is a
-// memcpy; Transpose, Slice and Pad are the byte-generic kernels of backend_cpu/kernels/
+// memcpy; Transpose, Slice and Pad are the byte-generic kernels of kernels/cpu/
 // movement.h (TransposeBytes, IndexedCopy) with Pad's index maps from pad.h.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend_cpu/kernels/movement.h"
-#include "backend_cpu/kernels/pad.h"
-#include "backend_cpu/kernels/qelementwise.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/pad.h"
+#include "kernels/cpu/qelementwise.h"
 #include "runtime/step_exec.h"
 #include "support/float16.h"
 #include "support/status.h"

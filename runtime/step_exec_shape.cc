@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend_cpu/kernels/broadcast.h"
-#include "backend_cpu/kernels/movement.h"
-#include "backend_cpu/kernels/resize.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/resize.h"
 #include "runtime/step_exec.h"
 #include "support/float16.h"
 #include "support/status.h"

@@ -131,7 +131,7 @@ struct ConvGeometry {
   }
 };
 
-/// QConv: backend_cpu/kernels/qconv.h's contract; pad_value is the input zero point.
+/// QConv: kernels/cpu/qconv.h's contract; pad_value is the input zero point.
 struct QConvStepParams {
   ConvGeometry geometry;
   int64_t pad_value = 0, zp_out = 0, lo = -128, hi = 127;
@@ -145,7 +145,7 @@ struct QConvStepParams {
   }
 };
 
-/// QGemm: backend_cpu/kernels/qgemm.h's contract.
+/// QGemm: kernels/cpu/qgemm.h's contract.
 struct QGemmStepParams {
   int64_t zp_out = 0, lo = -128, hi = 127;
   template <typename V>
@@ -328,7 +328,7 @@ struct UnaryQuantizeStepParams {
   }
 };
 
-/// Resize: per axis, the scale and roi of backend_cpu/kernels/resize.h's ResizeAxisParams (the
+/// Resize: per axis, the scale and roi of kernels/cpu/resize.h's ResizeAxisParams (the
 /// extents come from the buffers); the enums are that header's, as integers.
 struct ResizeStepParams {
   int64_t coord = 0;     // cpu::ResizeCoordMode
@@ -390,7 +390,7 @@ struct LayerNormStepParams {
 };
 
 /// Attention: Y[b, h] = softmax(scale * Q[b, h] K[b, g]ᵀ + mask[b, h]) V[b, g] per query head
-/// h, g = h / (q_heads / kv_heads) (backend_cpu/kernels/attention.h).
+/// h, g = h / (q_heads / kv_heads) (kernels/cpu/attention.h).
 struct AttentionStepParams {
   int64_t q_heads = 1;
   int64_t kv_heads = 1;

@@ -1,6 +1,6 @@
 // Branch-free fp32 exp, sigmoid, tanh, erf and GELU in plain fp32 arithmetic: compilers vectorize
 // them (libm's expf / tanhf do not), and they are QCC_HOST_DEVICE, so the CPU kernels
-// (backend_cpu/kernels/elementwise_math.h) and the CUDA kernel bodies (backend_cuda/kernels/
+// (kernels/cpu/elementwise_math.h) and the CUDA kernel bodies (kernels/cuda/
 // elementwise_bodies.h) compute the same bits (both built without contracting a multiply and an
 // add; the fused multiply-adds GeluF32 writes out as FmaF32 are one rounding everywhere).
 #ifndef QCC_SUPPORT_FAST_MATH_H_

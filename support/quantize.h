@@ -83,7 +83,7 @@ QCC_HOST_DEVICE inline float WeightScale(float amax) {
 // ---------------------------------------------------------------------------------------------
 // int8 -> int8 rescaling (issue 4: Requantize/Concat inputs, residual Add, average pools).
 // The compiler computes every multiplier with RescaleMultiplier, and the CPU reference kernels
-// (backend_cpu/kernels/qelementwise.*, qpool.*) evaluate these functions per element, so the
+// (kernels/cpu/qelementwise.*, qpool.*) evaluate these functions per element, so the
 // plan's multipliers and the kernels' arithmetic are the same fp32 operations in the same order.
 
 /// Multiplier of an int8 -> int8 scale change: M = s_in / s_out (one fp32 division). Used for

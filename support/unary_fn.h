@@ -1,7 +1,7 @@
 // The elementwise functions of one input, each written once. Every place that evaluates one
 // calls UnaryValueOf: the CPU kernels of the evaluator and the runtime
-// (backend_cpu/kernels/elementwise_unary.cc), the int8 lookup tables the compiler builds
-// (passes/quantize.cc), and the CUDA kernel bodies (backend_cuda/kernels/elementwise_bodies.h).
+// (kernels/cpu/elementwise_unary.cc), the int8 lookup tables the compiler builds
+// (passes/quantize.cc), and the CUDA kernel bodies (kernels/cuda/elementwise_bodies.h).
 // So a function gives the same bits wherever it runs (the files are built without contracting a
 // multiply and an add: -ffp-contract=off, nvcc --fmad=false).
 //

@@ -4,9 +4,9 @@
 #include <limits>
 #include <optional>
 
-#include "backend_cpu/kernels/elementwise_unary.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/elementwise_internal.h"
+#include "kernels/cpu/elementwise_unary.h"
 #include "support/status.h"
 
 namespace qcc::cpu {

@@ -1,12 +1,12 @@
 // Broadcasting arithmetic on the CPU: Add, Sub, Mul, Div, Pow, Mod, PRelu and the variadic
 // Min, Max, Sum, Mean. Inputs share one dtype (Pow's exponent excepted); floats arrive as
 // f32 or f64, every integer type runs natively.
-#include "backend_cpu/kernels/broadcast.h"
-#include "backend_cpu/kernels/elementwise_binary.h"
-#include "backend_cpu/kernels/nn_parallel.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/elementwise_internal.h"
 #include "backend_cpu/ops/fused_activation.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/elementwise_binary.h"
+#include "kernels/cpu/nn_parallel.h"
 #include "support/status.h"
 
 namespace qcc::cpu::internal {

@@ -1,8 +1,8 @@
 // Broadcasting comparisons (bool results), logic on bools, and Where on the CPU.
-#include "backend_cpu/kernels/broadcast.h"
-#include "backend_cpu/kernels/elementwise_binary.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/elementwise_internal.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/elementwise_binary.h"
 #include "support/status.h"
 
 namespace qcc::cpu::internal {

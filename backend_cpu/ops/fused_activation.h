@@ -5,9 +5,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/activation.h"
 #include "backend_cpu/op_registry.h"
 #include "ir/attrs.h"
+#include "kernels/cpu/activation.h"
 
 namespace qcc::cpu {
 

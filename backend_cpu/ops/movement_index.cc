@@ -4,12 +4,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/movement.h"
-#include "backend_cpu/kernels/pad.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/movement_ops.h"
 #include "ir/shape_fns.h"
 #include "ir/shape_fns/movement_params.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/pad.h"
 #include "support/status.h"
 
 namespace qcc::cpu {

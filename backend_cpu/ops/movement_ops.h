@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "backend_cpu/kernels/resize.h"
 #include "backend_cpu/op_registry.h"
 #include "ir/shape_fns/movement_params.h"
+#include "kernels/cpu/resize.h"
 
 namespace qcc::cpu {
 

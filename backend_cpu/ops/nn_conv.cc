@@ -2,10 +2,10 @@
 // functions, then call the fp32 kernels (im2col + sgemm, direct depthwise, sgemm + col2im). A
 // fused activation runs in the conv kernels' epilogue.
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/conv.h"
-#include "backend_cpu/kernels/conv_transpose.h"
 #include "backend_cpu/ops/fused_activation.h"
 #include "backend_cpu/ops/nn_internal.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_transpose.h"
 #include "support/status.h"
 
 namespace qcc::cpu::nn {

@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/attention.h"
-#include "backend_cpu/kernels/gemm.h"
-#include "backend_cpu/kernels/matmul.h"
 #include "backend_cpu/ops/fused_activation.h"
 #include "backend_cpu/ops/nn_internal.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/matmul.h"
 #include "support/status.h"
 
 namespace qcc::cpu::nn {

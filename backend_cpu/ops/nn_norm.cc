@@ -1,7 +1,7 @@
 // BatchNormalization (inference), InstanceNormalization and LayerNormalization on the CPU.
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/norm.h"
 #include "backend_cpu/ops/nn_internal.h"
+#include "kernels/cpu/norm.h"
 #include "support/status.h"
 
 namespace qcc::cpu::nn {

@@ -1,7 +1,7 @@
 // MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on the CPU.
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/pool.h"
 #include "backend_cpu/ops/nn_internal.h"
+#include "kernels/cpu/pool.h"
 #include "support/status.h"
 
 namespace qcc::cpu::nn {

@@ -1,13 +1,13 @@
 // Softmax family, reductions and arg-reductions on the CPU.
-#include "backend_cpu/kernels/reduce.h"
+#include "kernels/cpu/reduce.h"
 
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/softmax.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/elementwise_internal.h"
+#include "kernels/cpu/softmax.h"
 #include "support/status.h"
 
 namespace qcc::cpu {

@@ -1,14 +1,14 @@
 // CPU Resize: nearest for every element type (an indexed copy), linear and cubic for fp32
 // (fp16/bf16 arrive as fp32 under kComputeInF32). antialias is not supported.
-#include "backend_cpu/kernels/resize.h"
+#include "kernels/cpu/resize.h"
 
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/movement.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/movement_ops.h"
 #include "ir/shape_fns/movement_params.h"
+#include "kernels/cpu/movement.h"
 
 namespace qcc::cpu {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend_cuda/kernels/cublaslt_gemm.h"
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/plan_format.h"

@@ -1,10 +1,10 @@
 // LaunchBody (device_launch.h) for every kernel body the runtime launches: one explicit
 // instantiation of launch.cuh's grid-stride kernel per body. No absl here (nvcc).
-#include "backend_cuda/kernels/conv_bodies.h"
-#include "backend_cuda/kernels/elementwise_bodies.h"
-#include "backend_cuda/kernels/launch.cuh"
-#include "backend_cuda/kernels/movement_bodies.h"
-#include "backend_cuda/kernels/pool_bodies.h"
+#include "kernels/cuda/conv_bodies.h"
+#include "kernels/cuda/elementwise_bodies.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/movement_bodies.h"
+#include "kernels/cuda/pool_bodies.h"
 #include "runtime/cuda/device_launch.h"
 
 namespace qcc::runtime::cuda_exec {

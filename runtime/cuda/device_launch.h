@@ -1,6 +1,6 @@
 // The one bridge from the runtime's host code (*_cuda.cc, compiled by the host compiler, with
 // absl) to device code (*.cu, compiled by nvcc, without absl): LaunchBody<Body>(n, args, stream)
-// runs a kernel body of backend_cuda/kernels/*_bodies.h over [0, n) on `stream` through
+// runs a kernel body of kernels/cuda/*_bodies.h over [0, n) on `stream` through
 // launch.cuh's LaunchIndex. It is declared here and explicitly instantiated, once per body the
 // runtime launches, in device_launch.cu, so host files can launch any body without nvcc.
 // Adding a body: launch it from a *_cuda.cc file and add one QCC_LAUNCH_BODY line to

@@ -20,11 +20,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "backend_cuda/kernels/conv_bodies.h"
-#include "backend_cuda/kernels/cublaslt_gemm.h"
-#include "backend_cuda/kernels/gemm_problem.h"
-#include "backend_cuda/kernels/pool_bodies.h"
-#include "backend_cuda/kernels/weight_packing.h"
+#include "kernels/cuda/conv_bodies.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/gemm_problem.h"
+#include "kernels/cuda/pool_bodies.h"
+#include "kernels/cuda/weight_packing.h"
 #include "runtime/cuda/device_launch.h"
 #include "runtime/plan.h"
 #include "runtime/steps.h"
@@ -264,7 +264,7 @@ absl::Status Launch(const DeviceRunContext& c, int64_t n, const BodyArgs<Body>& 
   return LaunchStatus(LaunchBody<Body>(n, args, c.stream), c, name);
 }
 
-/// The pool bodies' window (backend_cuda/kernels/pool_bodies.h) of a pool step at this run's
+/// The pool bodies' window (kernels/cuda/pool_bodies.h) of a pool step at this run's
 /// batch: the planes and extents from the run's buffers, the window from the step.
 ::qcc::cuda::PoolWindow PoolWindowAt(const PoolStepParams& w, const DeviceRunContext& c);
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "backend_cuda/kernels/cublaslt_api.h"
+#include "kernels/cuda/cublaslt_api.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/step_exec.h"
 

@@ -8,12 +8,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cuda/kernels/conv_bodies.h"
-#include "backend_cuda/kernels/elementwise_bodies.h"
-#include "backend_cuda/kernels/gemm_problem.h"
-#include "backend_cuda/kernels/movement_bodies.h"
-#include "backend_cuda/kernels/pool_bodies.h"
-#include "backend_cuda/kernels/weight_packing.h"
+#include "kernels/cuda/conv_bodies.h"
+#include "kernels/cuda/elementwise_bodies.h"
+#include "kernels/cuda/gemm_problem.h"
+#include "kernels/cuda/movement_bodies.h"
+#include "kernels/cuda/pool_bodies.h"
+#include "kernels/cuda/weight_packing.h"
 #include "runtime/cuda/device_launch.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/step_exec.h"

@@ -1,16 +1,16 @@
 // The int8 step kinds on the device: precision boundaries, QConv (im2col + cuBLASLt IMMA +
 // requantize epilogue, or a direct kernel for grouped/depthwise convs), QGemm (row pad +
 // IMMA + epilogue), QAdd, the pools, QLut and QConcat. Every step's arithmetic is a body of
-// backend_cuda/kernels/ that calls support/quantize.h, so the results are the CPU runtime's bits.
+// kernels/cuda/ that calls support/quantize.h, so the results are the CPU runtime's bits.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cuda/kernels/conv_bodies.h"
-#include "backend_cuda/kernels/elementwise_bodies.h"
-#include "backend_cuda/kernels/gemm_problem.h"
-#include "backend_cuda/kernels/movement_bodies.h"
-#include "backend_cuda/kernels/pool_bodies.h"
-#include "backend_cuda/kernels/weight_packing.h"
+#include "kernels/cuda/conv_bodies.h"
+#include "kernels/cuda/elementwise_bodies.h"
+#include "kernels/cuda/gemm_problem.h"
+#include "kernels/cuda/movement_bodies.h"
+#include "kernels/cuda/pool_bodies.h"
+#include "kernels/cuda/weight_packing.h"
 #include "runtime/cuda/device_launch.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/step_exec.h"

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cuda/kernels/elementwise_bodies.h"
-#include "backend_cuda/kernels/movement_bodies.h"
+#include "kernels/cuda/elementwise_bodies.h"
+#include "kernels/cuda/movement_bodies.h"
 #include "runtime/cuda/device_launch.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/step_exec.h"

@@ -1,4 +1,4 @@
-// Attention with both products in int8 (backend_cpu/kernels/attention.h): the VNNI and AVX2
+// Attention with both products in int8 (kernels/cpu/attention.h): the VNNI and AVX2
 // paths bit-identical to the plain one over shapes (head and length tails, several row blocks,
 // grouped heads, every mask layout) and threads; close to the fp32 kernel; probabilities that
 // sum to exactly 1; non-finite inputs computed in fp32; fully masked rows NaN as in fp32.
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/attention.h"
-#include "backend_cpu/kernels/cpu_features.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace qcc::cpu {
 namespace {

@@ -3,8 +3,8 @@
 #include <functional>
 #include <vector>
 
-#include "backend_cpu/kernels/broadcast.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/broadcast.h"
 #include "tests/backend_cpu/elementwise_testing.h"
 #include "tests/testing/op_test_util.h"
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/elementwise_math.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/elementwise_math.h"
 #include "support/float16.h"
 #include "tests/testing/op_test_util.h"
 

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/gemm.h"
-#include "backend_cpu/kernels/thread_pool.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace qcc::cpu {
 namespace {

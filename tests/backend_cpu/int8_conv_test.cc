@@ -1,4 +1,4 @@
-// The int8 convolution (backend_cpu/kernels/qconv.h): the reference against hand-computed values
+// The int8 convolution (kernels/cpu/qconv.h): the reference against hand-computed values
 // and an independent naive evaluation of the contract, and the fast paths (VNNI and AVX2, each
 // the direct and the depthwise kernel) bit-identical to the reference over many geometries,
 // extreme values, wrapping accumulators and thread counts.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/qconv.h"
+#include "kernels/cpu/qconv.h"
 
 namespace qcc::cpu {
 namespace {

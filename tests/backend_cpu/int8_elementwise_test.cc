@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/qelementwise.h"
+#include "kernels/cpu/qelementwise.h"
 #include "support/float16.h"
 
 namespace qcc::cpu {

@@ -1,4 +1,4 @@
-// The int8 GEMM (backend_cpu/kernels/qgemm.h): the reference against hand-computed values and an
+// The int8 GEMM (kernels/cpu/qgemm.h): the reference against hand-computed values and an
 // independent naive evaluation of the contract, and the fast paths (VNNI and AVX2) bit-identical
 // to the reference over shapes (row, column and depth tails), extreme values, wrapping and
 // threads.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/qgemm.h"
+#include "kernels/cpu/qgemm.h"
 
 namespace qcc::cpu {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/qlut.h"
+#include "kernels/cpu/qlut.h"
 
 namespace qcc::cpu {
 namespace {

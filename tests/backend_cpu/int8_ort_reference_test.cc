@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "backend_cpu/kernels/qconv.h"
-#include "backend_cpu/kernels/qgemm.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/qconv.h"
+#include "kernels/cpu/qgemm.h"
 #include "support/npy.h"
 #include "support/quantize.h"
 

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/qelementwise.h"
-#include "backend_cpu/kernels/qpool.h"
+#include "kernels/cpu/qelementwise.h"
+#include "kernels/cpu/qpool.h"
 
 namespace qcc::cpu {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "backend_cpu/kernels/conv.h"
+#include "kernels/cpu/conv.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"

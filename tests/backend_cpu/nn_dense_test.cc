@@ -1,7 +1,7 @@
 // Gemm and MatMul against triple loops written here.
 #include <gtest/gtest.h>
 
-#include "backend_cpu/kernels/gemm.h"
+#include "kernels/cpu/gemm.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"

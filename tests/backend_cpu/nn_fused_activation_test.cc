@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "backend_cpu/kernels/conv.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
+#include "kernels/cpu/conv.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"

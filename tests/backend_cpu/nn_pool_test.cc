@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend_cpu/kernels/pool.h"
+#include "kernels/cpu/pool.h"
 #include "support/float16.h"  // BitCast
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <vector>
 
-#include "backend_cpu/kernels/broadcast.h"
-#include "backend_cpu/kernels/elementwise_binary.h"
-#include "backend_cpu/kernels/elementwise_unary.h"
-#include "backend_cpu/kernels/movement.h"
-#include "backend_cpu/kernels/norm.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/elementwise_binary.h"
+#include "kernels/cpu/elementwise_unary.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/norm.h"
 #include "tests/backend_cpu/elementwise_testing.h"
 
 namespace qcc::cpu {

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <vector>
 
-#include "backend_cpu/kernels/softmax.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/softmax.h"
 #include "tests/backend_cpu/elementwise_testing.h"
 #include "tests/testing/op_test_util.h"
 

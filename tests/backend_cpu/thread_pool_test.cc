@@ -1,7 +1,7 @@
 // The persistent thread pool behind the CPU kernels' parallel loops: every index runs exactly
 // once in contiguous pieces, per-thread indices are exclusive, nested and concurrent calls are
 // safe, and workers are reused rather than started per call.
-#include "backend_cpu/kernels/thread_pool.h"
+#include "kernels/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend_cpu/kernels/nn_parallel.h"
+#include "kernels/cpu/nn_parallel.h"
 
 namespace qcc::cpu {
 namespace {

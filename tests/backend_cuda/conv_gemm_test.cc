@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/activation.h"
-#include "backend_cpu/kernels/conv.h"
-#include "backend_cpu/kernels/gemm.h"
-#include "backend_cpu/kernels/qconv.h"
-#include "backend_cpu/kernels/qgemm.h"
-#include "backend_cuda/kernels/conv_bodies.h"
-#include "backend_cuda/kernels/gemm_problem.h"
-#include "backend_cuda/kernels/launch.h"
-#include "backend_cuda/kernels/weight_packing.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/qconv.h"
+#include "kernels/cpu/qgemm.h"
+#include "kernels/cuda/conv_bodies.h"
+#include "kernels/cuda/gemm_problem.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/weight_packing.h"
 #include "support/float16.h"
 
 namespace qcc::cuda {

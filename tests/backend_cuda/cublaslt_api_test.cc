@@ -1,4 +1,4 @@
-// cuBLASLt is loaded on first use, not linked (backend_cuda/kernels/cublaslt_api.h): a qcc that
+// cuBLASLt is loaded on first use, not linked (kernels/cuda/cublaslt_api.h): a qcc that
 // never touches a GPU does not pay the ~210 MB of resident memory that loading it costs.
 #include <cstdio>
 #include <string>
@@ -8,7 +8,7 @@
 #if QCC_HAVE_CUDA
 #include <dlfcn.h>
 
-#include "backend_cuda/kernels/cublaslt_api.h"
+#include "kernels/cuda/cublaslt_api.h"
 
 namespace qcc::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// The elementwise kernel bodies (backend_cuda/kernels/elementwise_bodies.h), run by the host loop
+// The elementwise kernel bodies (kernels/cuda/elementwise_bodies.h), run by the host loop
 // ForEachIndex, against the backend_cpu kernels the CPU runtime calls (runtime/step_exec_*.cc),
 // bit for bit (memcmp), on random data with fixed seeds, special values included.
 //
@@ -6,7 +6,7 @@
 // (elementwise_math.h) operation for operation, so no tolerance is needed anywhere. The one
 // relaxation: Softmax rows holding NaN or inf, and the Unary functions, compare NaN as equal to
 // any NaN (see SameFloatsNaNAsNaN); every other value, in every test, is compared bit for bit.
-#include "backend_cuda/kernels/elementwise_bodies.h"
+#include "kernels/cuda/elementwise_bodies.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -16,16 +16,16 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/activation.h"
-#include "backend_cpu/kernels/broadcast.h"
-#include "backend_cpu/kernels/elementwise_binary.h"
-#include "backend_cpu/kernels/elementwise_math.h"
-#include "backend_cpu/kernels/elementwise_unary.h"
-#include "backend_cpu/kernels/qelementwise.h"
-#include "backend_cpu/kernels/qlut.h"
-#include "backend_cpu/kernels/softmax.h"
-#include "backend_cuda/kernels/launch.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/elementwise_binary.h"
+#include "kernels/cpu/elementwise_math.h"
+#include "kernels/cpu/elementwise_unary.h"
+#include "kernels/cpu/qelementwise.h"
+#include "kernels/cpu/qlut.h"
+#include "kernels/cpu/softmax.h"
+#include "kernels/cuda/launch.h"
 #include "runtime/steps.h"
 #include "support/float16.h"
 

@@ -1,8 +1,8 @@
-// The data-movement kernel bodies (backend_cuda/kernels/movement_bodies.h), run by the host loop
+// The data-movement kernel bodies (kernels/cuda/movement_bodies.h), run by the host loop
 // ForEachIndex, against the backend_cpu kernels the CPU runtime calls for the same steps
 // (runtime/step_exec_movement.cc, step_exec_float.cc's Concat, step_exec_int8.cc's QConcat),
 // bit for bit (memcmp), over random shapes, ranks 0-6, element sizes 1, 2, 4 (and 8).
-#include "backend_cuda/kernels/movement_bodies.h"
+#include "kernels/cuda/movement_bodies.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,11 +10,11 @@
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/movement.h"
-#include "backend_cpu/kernels/pad.h"
-#include "backend_cpu/kernels/qelementwise.h"
-#include "backend_cuda/kernels/launch.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/pad.h"
+#include "kernels/cpu/qelementwise.h"
+#include "kernels/cuda/launch.h"
 #include "support/float16.h"
 #include "support/tensor.h"
 

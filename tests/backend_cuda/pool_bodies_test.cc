@@ -1,19 +1,19 @@
-// The pooling kernel bodies (backend_cuda/kernels/pool_bodies.h), run by the host loop
+// The pooling kernel bodies (kernels/cuda/pool_bodies.h), run by the host loop
 // ForEachIndex, against the backend_cpu pools the CPU runtime calls (qpool.h, pool.h, with the
 // geometry runtime/step_exec_*.cc builds), bit for bit (memcmp), over random windows: odd sizes,
 // strides, dilations, asymmetric pads, ceil_mode output sizes, count_include_pad, zero points,
 // clamps.
-#include "backend_cuda/kernels/pool_bodies.h"
+#include "kernels/cuda/pool_bodies.h"
 
 #include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
-#include "backend_cpu/kernels/pool.h"
-#include "backend_cpu/kernels/qpool.h"
-#include "backend_cuda/kernels/launch.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/pool.h"
+#include "kernels/cpu/qpool.h"
+#include "kernels/cuda/launch.h"
 
 namespace qcc::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// The GPU observers' batch statistics (backend_cuda/kernels/observer_bodies.h): the host
+// The GPU observers' batch statistics (kernels/cuda/observer_bodies.h): the host
 // reference BatchStatsHost, turned into a TensorStats with FromParts, equals TensorStats::Add of
 // the same values, for random batches with NaN, infinities, zeros of both signs, denormals and
 // huge values; and HistogramBin / StatsRangeLog2 are TensorStats's binning and RangeLog2For.
@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "backend_cuda/kernels/observer_bodies.h"
 #include "calib/tensor_stats.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/observer_bodies.h"
 #include "support/float16.h"
 
 namespace qcc::calib {

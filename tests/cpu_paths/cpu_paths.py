@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every CPU path gives the same bits: int8 plans of real models run under each QCC_CPU_FEATURES
 cap (native, avx512 without VNNI/VBMI, avx2, baseline x86-64) and their outputs must be
-byte-identical (backend_cpu/kernels/cpu_features.h). On this CPU the caps pick the AVX-512 VNNI,
+byte-identical (kernels/cpu/cpu_features.h). On this CPU the caps pick the AVX-512 VNNI,
 AVX-512, AVX2 and plain kernels of the int8 GEMM and convolutions, the dynamic GEMM's row
 quantization, the int8 attention, and every QCC_SIMD_VARIANTS loop (GELU, LayerNorm, softmax).
 A cap wider than the CPU runs what the CPU has, so on a narrower CPU the check is weaker, not

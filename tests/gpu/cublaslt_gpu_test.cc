@@ -1,4 +1,4 @@
-// cuBLASLt (backend_cuda/kernels/cublaslt_gemm.h) on a device against the host ReferenceGemm:
+// cuBLASLt (kernels/cuda/cublaslt_gemm.h) on a device against the host ReferenceGemm:
 // int8 IMMA problems bit for bit, fp16/fp32 problems within fp32 summation-order rounding.
 // Skipped by name without a device (and compiled to skips only without CUDA).
 #include <gmock/gmock.h>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backend_cuda/cuda_info.h"
-#include "backend_cuda/kernels/cublaslt_gemm.h"
-#include "backend_cuda/kernels/gemm_problem.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/gemm_problem.h"
 #include "support/float16.h"
 
 #if defined(QCC_HAVE_CUDA)

@@ -1,5 +1,5 @@
 // GPU checks of the kernel bodies and the observers' device statistics: bodies launched with
-// LaunchIndex (through backend_cuda/kernels/body_selftest.h) give the host loop's bits, and
+// LaunchIndex (through kernels/cuda/body_selftest.h) give the host loop's bits, and
 // EnqueueBatchStats gives BatchStatsHost's record. Skipped, by name, without a CUDA device.
 //
 // NaN payloads: x86 propagates an input NaN's payload through arithmetic, the GPU returns its
@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "backend_cuda/cuda_info.h"
-#include "backend_cuda/kernels/elementwise_bodies.h"
-#include "backend_cuda/kernels/launch.h"
-#include "backend_cuda/kernels/movement_bodies.h"
-#include "backend_cuda/kernels/observer_bodies.h"
-#include "backend_cuda/kernels/pool_bodies.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/elementwise_bodies.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/movement_bodies.h"
+#include "kernels/cuda/observer_bodies.h"
+#include "kernels/cuda/pool_bodies.h"
 #include "support/float16.h"
 
 #if defined(QCC_HAVE_CUDA)
-#include "backend_cuda/kernels/body_selftest.h"
+#include "kernels/cuda/body_selftest.h"
 #endif
 
 namespace qcc::cuda {

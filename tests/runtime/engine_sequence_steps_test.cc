@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend_cpu/kernels/attention.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/attention.h"
 #include "support/quantize.h"
 #include "tests/runtime/engine_test_util.h"
 

@@ -4,8 +4,8 @@
 // their prepare functions refuse.
 #include <vector>
 
-#include "backend_cpu/kernels/resize.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/resize.h"
 #include "tests/runtime/engine_test_util.h"
 
 namespace qcc::runtime {

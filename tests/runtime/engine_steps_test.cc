@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "backend_cpu/kernels/qconv.h"
-#include "backend_cpu/kernels/qgemm.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/qconv.h"
+#include "kernels/cpu/qgemm.h"
 #include "tests/runtime/engine_test_util.h"
 
 namespace qcc::runtime {

@@ -11,8 +11,8 @@
 
 #include <vector>
 
-#include "backend_cpu/kernels/qconv.h"
-#include "backend_cpu/kernels/qgemm.h"
+#include "kernels/cpu/qconv.h"
+#include "kernels/cpu/qgemm.h"
 #include "tests/runtime/engine_test_util.h"
 
 namespace qcc::runtime::engine_testing {

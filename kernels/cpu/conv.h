@@ -1,0 +1,110 @@
+// fp32 convolution over NC[D]HW data: im2col + sgemm, and a direct depthwise kernel.
+// 1-D and 2-D convolutions are 3-D ones whose leading spatial extents are 1.
+#ifndef QCC_KERNELS_CPU_CONV_H_
+#define QCC_KERNELS_CPU_CONV_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/activation.h"
+
+namespace qcc::cpu {
+
+/// Geometry of a grouped convolution. Spatial arrays are (depth, height, width); unused leading
+/// axes have extent 1, stride 1, dilation 1 and pad 0. `pad` is the pad before each axis (the
+/// pad after only shows in `out`).
+struct ConvF32Params {
+  int64_t batch = 1;
+  int64_t in_channels = 1;   // C, a multiple of groups
+  int64_t out_channels = 1;  // M, a multiple of groups
+  int64_t groups = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1};
+  std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1}, pad{0, 0, 0};
+  int num_threads = 1;  // for im2col, the depthwise kernel and the GEMMs
+  /// Applied to every output in the kernel's epilogue (ConvF32 and the kernels behind it; the
+  /// transposed convolution ignores it).
+  ActivationF32 activation;
+
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+  /// True for a 1x1 (x1) kernel, stride 1, no pad: the input already is the im2col matrix.
+  bool IsPointwise() const;
+  /// True when every group has one input channel (depthwise, any channel multiplier).
+  bool IsDepthwise() const { return in_channels == groups; }
+};
+
+/// Floats of scratch ConvF32 needs for `p` (including p.num_threads per-thread buffers).
+int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
+
+/// y[n, m] = act(bias[m] + sum over c in m's group, kernel taps of w[m, c, k] * x[n, c, at(k)]),
+/// with x zero outside its extents and act = p.activation. Shapes: x [N, C, in], w [M, C/groups,
+/// kernel], bias [M] or null, y [N, M, out]; `workspace` holds ConvF32WorkspaceSize(p) floats.
+/// Picks the kernel below that fits: direct depthwise, the AVX-512 microkernel where the CPU has
+/// it, else im2col + sgemm. No allocation.
+void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
+             float* workspace);
+
+/// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
+/// w as it is (depthwise, or no AVX-512). They depend on channels, groups and the kernel's
+/// volume only, not on batch, extents or threads. For ConvF32WithPacked on convolutions of
+/// the same weights.
+std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
+/// Floats of scratch ConvF32WithPacked needs.
+int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed);
+/// ConvF32 with `packed` from PackConvF32Weights(p, w): the same bits, without the per-call
+/// packing (a serial pass over the weights that batch-1 runs of small models feel).
+void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
+                       const std::vector<float>& packed, const float* bias, float* y,
+                       float* workspace);
+
+/// Floats of scratch ConvF32Im2col needs (0 for pointwise convolutions).
+int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);
+
+/// ConvF32's contract on any CPU: each (image chunk, group) becomes one im2col (skipped for
+/// pointwise convolutions) and one GemmF32 (OpenBLAS sgemm, split over p.num_threads).
+void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                   float* y, float* workspace);
+
+/// True when this CPU can run ConvF32Im2colAvx512 (avx512f).
+bool ConvF32HasAvx512();
+
+/// Floats of scratch ConvF32Im2colAvx512 needs: packed weights plus one im2col band per thread.
+int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p);
+
+/// ConvF32's contract with an AVX-512 GEMM microkernel (8 output channels x 32 positions per
+/// register tile) over per-thread im2col bands; parallel over (image, group, band) on
+/// p.num_threads threads. Packs w into the workspace first. Call only when ConvF32HasAvx512().
+void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace);
+
+/// Floats of w packed for the AVX-512 microkernel; they depend on the convolution's shape only
+/// (not on batch or threads).
+int64_t ConvF32Avx512PackedSize(const ConvF32Params& p);
+/// Packs w ([M, C/groups, kernel]) into `packed` (ConvF32Avx512PackedSize(p) floats).
+void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed);
+/// Floats of im2col bands ConvF32Im2colAvx512Packed needs (0 when it reads x in place).
+int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p);
+/// ConvF32Im2colAvx512 on weights packed once by PackConvF32Avx512 (a plan's Conv step packs at
+/// load time); `columns` holds ConvF32Avx512ColumnsSize(p) floats. The same bits.
+void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
+                               const float* bias, float* y, float* columns);
+
+/// True when ConvF32DepthwiseAvx512 takes `p`: depthwise, no depth axis, stride 1 or 2 in x.
+bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p);
+
+/// ConvF32's contract for depthwise convolutions that ConvF32DepthwiseAvx512Fits: 16 outputs of
+/// a row per register, accumulated over every tap before one store. Parallel over planes.
+/// Call only when ConvF32HasAvx512().
+void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
+                            const float* bias, float* y);
+
+/// ConvF32's contract for depthwise convolutions (IsDepthwise()), computed directly without
+/// im2col or sgemm, parallel over (image, channel) planes; any CPU, any geometry.
+void ConvF32DepthwiseDirect(const ConvF32Params& p, const float* x, const float* w,
+                            const float* bias, float* y);
+
+}  // namespace qcc::cpu
+
+#endif  // QCC_KERNELS_CPU_CONV_H_

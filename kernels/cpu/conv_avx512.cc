@@ -1,0 +1,700 @@
+// AVX-512 path of the fp32 convolution: a register-tiled GEMM microkernel that writes y in
+// place, bias and fused activation included, reading either an im2col band in a per-thread buffer
+// or, for stride-1 convolutions whose output rows are whole vectors, the input itself ("implicit
+// im2col").
+//
+// Why not sgemm: the convolutions of small CNNs are many small products (M = 16..64 output
+// channels, K = C*kh*kw = 27..576, N = one image's output positions), where a BLAS spends much
+// of its time packing the im2col matrix it was handed. The microkernel instead streams the
+// im2col rows as they are (N is contiguous in them) and keeps an 8 x 32 block of y in 16 zmm
+// accumulators for the whole K loop; only the small weight matrix is packed, once per call.
+// Implicit im2col: with stride 1, the im2col row of tap t over 16 consecutive outputs of one
+// output row is 16 consecutive inputs, shifted, with the lanes outside the input masked to 0;
+// so the microkernel loads them straight from x and no im2col buffer is written at all.
+// Work is split by (image, group, band of rows, block of output channels), one thread per
+// piece, so no BLAS threading is needed.
+//
+// Compiled for any x86-64: only the functions marked QCC_AVX512 use AVX-512, and ConvF32 calls
+// this path only when the CPU reports avx512f.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_internal.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/lane_masks.h"
+#include "kernels/cpu/nn_parallel.h"
+
+#define QCC_AVX512 __attribute__((target("avx512f")))
+
+namespace qcc::cpu {
+
+namespace {
+
+constexpr int64_t kMr = 8;   // output channels per tile
+constexpr int64_t kNr = 32;  // output positions per tile (two zmm)
+constexpr int64_t kMaxImplicitTaps = 64;
+// im2col buffer per thread: a quarter of a 2 MiB L2, so it stays cached for the GEMM.
+constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
+
+/// A row stride of at least `floats` floats spanning an odd number of 64-byte lines, so that
+/// consecutive rows of a buffer fall in different L1 sets.
+int64_t OddLineStride(int64_t floats) {
+  const int64_t lines = (floats + 15) / 16;
+  return (lines | 1) * 16;
+}
+
+struct Geometry {
+  int64_t cg, mg, k, kvol, m_blocks, m_chunks, m_chunk_blocks;
+  // The output positions of one image as `rows` rows of `row_len`, split into `bands` bands of
+  // `band_rows` rows. A pointwise convolution's positions are one flat run (row_len 1), so its
+  // bands can end on whole tiles.
+  int64_t rows, row_len, band_rows, bands;
+  bool pointwise, implicit;
+  int64_t units(int64_t batch, int64_t groups) const { return batch * groups * bands * m_chunks; }
+};
+
+Geometry GeometryOf(const ConvF32Params& p) {
+  Geometry g;
+  g.cg = p.in_channels / p.groups;
+  g.mg = p.out_channels / p.groups;
+  g.kvol = p.kernel_size();
+  g.k = g.cg * g.kvol;
+  g.m_blocks = (g.mg + kMr - 1) / kMr;
+  g.pointwise = p.IsPointwise();
+  // Implicit im2col: stride 1, and every 16-lane half of a tile within one output row or the
+  // input the output's size (ImplicitTaps).
+  const bool same_size = p.in[0] == p.out[0] && p.in[1] == p.out[1] && p.in[2] == p.out[2];
+  g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
+               (p.out[2] % 16 == 0 || same_size) && g.kvol <= kMaxImplicitTaps;
+  g.row_len = g.pointwise ? 1 : p.out[2];
+  g.rows =
+      g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
+  const int64_t threads = std::max(1, p.num_threads);
+  const int64_t images = p.batch * p.groups;
+  g.m_chunks = 1;
+  if (!g.pointwise && !g.implicit) {
+    g.band_rows =
+        std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * p.out[2]), 1, g.rows);
+    // Bands are also the pieces the threads share (each im2cols its own): at least two each.
+    const int64_t want = (2 * threads + images - 1) / images;
+    if (threads > 1 && (g.rows + g.band_rows - 1) / g.band_rows < want) {
+      g.band_rows = std::max<int64_t>(1, (g.rows + want - 1) / want);
+    }
+  } else if (threads == 1 || images >= 2 * threads) {
+    g.band_rows = g.rows;  // one piece per image (and group)
+  } else {
+    // No im2col buffer: the output is split only to give every thread two pieces. Blocks of
+    // output channels split without waste; bands of positions each end in a partial tile. So a
+    // convolution with more weights than positions per channel (the late, small layers) splits
+    // its channels first, and one with large planes splits its positions first (each thread
+    // then reads only its part of x).
+    const int64_t want = (2 * threads + images - 1) / images;
+    const bool channels_first = g.mg >= g.rows * g.row_len;
+    if (channels_first) g.m_chunks = std::min(g.m_blocks, want);
+    const int64_t parts = (want + g.m_chunks - 1) / g.m_chunks;
+    g.band_rows = std::max<int64_t>(1, (g.rows + parts - 1) / parts);
+    // A pointwise band is a whole number of tiles.
+    if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + kNr - 1) / kNr * kNr);
+    if (!channels_first) {
+      const int64_t bands = (g.rows + g.band_rows - 1) / g.band_rows;
+      g.m_chunks = std::min(g.m_blocks, (want + bands - 1) / bands);
+    }
+  }
+  g.bands = (g.rows + g.band_rows - 1) / g.band_rows;
+  g.m_chunk_blocks = (g.m_blocks + g.m_chunks - 1) / g.m_chunks;
+  g.m_chunks = (g.m_blocks + g.m_chunk_blocks - 1) / g.m_chunk_blocks;
+  return g;
+}
+
+/// The fused activation on one register (see ActivationF32): NaN lanes stay NaN, because
+/// max/min return their second operand when either is NaN.
+QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) {
+  const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+  v = _mm512_mask_mul_ps(v, neg, v, slope);
+  // maskz forms with every lane set: the plain ones read _mm512_undefined_ps, which GCC 12
+  // reports as maybe-uninitialized.
+  return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
+}
+
+/// c + *a * b, *a broadcast inside the FMA (an embedded-broadcast memory operand).
+QCC_AVX512 inline __m512 FmaBroadcast(__m512 b, const float* a, __m512 c) {
+  __asm__("vfmadd231ps %[a]%{1to16%}, %[b], %[c]" : [c] "+v"(c) : [b] "v"(b), [a] "m"(*a));
+  return c;
+}
+
+// The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
+#define QCC_INIT(r)                                                                           \
+  __m512 c##r##0 = bias != nullptr && r < MR ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps(); \
+  __m512 c##r##1 = c##r##0;
+#define QCC_INIT_ALL \
+  QCC_INIT(0) QCC_INIT(1) QCC_INIT(2) QCC_INIT(3) QCC_INIT(4) QCC_INIT(5) QCC_INIT(6) QCC_INIT(7)
+#define QCC_FMA(r)                               \
+  {                                              \
+    c##r##0 = FmaBroadcast(b0, ap + r, c##r##0); \
+    c##r##1 = FmaBroadcast(b1, ap + r, c##r##1); \
+  }
+#define QCC_FMA_ALL \
+  QCC_FMA(0) QCC_FMA(1) QCC_FMA(2) QCC_FMA(3) QCC_FMA(4) QCC_FMA(5) QCC_FMA(6) QCC_FMA(7)
+#define QCC_ACT(r)                              \
+  if (r < MR) {                                 \
+    c##r##0 = Activate(c##r##0, lo, hi, slope); \
+    c##r##1 = Activate(c##r##1, lo, hi, slope); \
+  }
+// Applies `act` (null: none) to the block, once per tile after the whole K loop.
+#define QCC_ACT_ALL                                                                         \
+  if (act != nullptr) {                                                                     \
+    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);                \
+    const __m512 slope = _mm512_set1_ps(act->negative_slope);                               \
+    QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7) \
+  }
+#define QCC_STORE(r)                                      \
+  if (r < MR) {                                           \
+    _mm512_mask_storeu_ps(c + r * ldc, m0, c##r##0);      \
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c##r##1); \
+  }
+#define QCC_STORE_ALL \
+  QCC_STORE(0)        \
+  QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
+
+/// c[r, 0:32) = act(bias[r] + sum_k ap[k, r] * b[k, 0:32)) for r < MR, columns masked by m0
+/// (0..15) and m1 (16..31); `act` null is the identity. `ap` holds 8 packed rows per k (rows >= MR
+/// are zero padding).
+template <int MR>
+QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, const float* bias,
+                     const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
+  QCC_INIT_ALL
+  for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    QCC_FMA_ALL
+  }
+  QCC_ACT_ALL
+  QCC_STORE_ALL
+}
+
+/// Where the two 16-lane halves of a tile read one kernel tap in channel 0 of x, and which of
+/// their lanes fall inside x.
+struct TapLoad {
+  int64_t off[2];
+  __mmask16 mask[2];
+};
+
+/// The same block as Tile, with k = (channel, tap) read straight from x: half h of tap t of
+/// channel ci is the masked load at x + ci * in_sp + taps[t].off[h]. Channel-major, so the few
+/// input lines of one channel are reused by all its taps while in L1 (tap-major order strides
+/// over channel planes, which alias to the same L1 sets when a plane is a multiple of 4 KiB).
+template <int MR>
+QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
+                             const TapLoad* taps, const float* ap, const float* bias,
+                             const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0,
+                             __mmask16 m1) {
+  QCC_INIT_ALL
+  for (int64_t ci = 0; ci < cg; ++ci, x += in_sp) {
+    for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
+      const __mmask16 k0 = taps[t].mask[0], k1 = taps[t].mask[1];
+      if ((k0 | k1) == 0) continue;  // the whole tap reads padding
+      const __m512 b0 = _mm512_maskz_loadu_ps(k0, x + taps[t].off[0]);
+      const __m512 b1 = _mm512_maskz_loadu_ps(k1, x + taps[t].off[1]);
+      QCC_FMA_ALL
+    }
+  }
+  QCC_ACT_ALL
+  QCC_STORE_ALL
+}
+
+#undef QCC_INIT
+#undef QCC_INIT_ALL
+#undef QCC_FMA
+#undef QCC_FMA_ALL
+#undef QCC_STORE
+#undef QCC_ACT
+#undef QCC_ACT_ALL
+#undef QCC_STORE_ALL
+
+// The transposed tile (pointwise convolutions on small maps): NP output positions x 32 output
+// channels, c<p><h> holding position p, channels 16h..16h+15; x broadcast, weights the vectors.
+#define QCC_T_INIT(r) __m512 c##r##0 = bias_lo, c##r##1 = bias_hi;
+#define QCC_T_FMA(r)                             \
+  if (r < NP) {                                  \
+    c##r##0 = FmaBroadcast(b0, xk + r, c##r##0); \
+    c##r##1 = FmaBroadcast(b1, xk + r, c##r##1); \
+  }
+#define QCC_T_STORE(r)                                                       \
+  if (r < NP) {                                                              \
+    if (act != nullptr) {                                                    \
+      c##r##0 = Activate(c##r##0, lo, hi, slope);                            \
+      c##r##1 = Activate(c##r##1, lo, hi, slope);                            \
+    }                                                                        \
+    _mm512_mask_i32scatter_ps(y + r, ch_m0, index, c##r##0, 4);              \
+    if (ch_m1 != 0) {                                                        \
+      _mm512_mask_i32scatter_ps(y + 16 * ldy + r, ch_m1, index, c##r##1, 4); \
+    }                                                                        \
+  }
+#define QCC_T_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+
+/// y[c * ldy + r] = act(bias[c] + sum_k x[k * ldx + r] * bp[k][c]) for positions r < NP and the
+/// channels c < 32 of masks ch_m0 (0..15) and ch_m1 (16..31); `bp` holds 32 packed channels per k
+/// (zero past the last), `bias` null for none. Each sum runs over k in order from the bias, with
+/// the same fused multiply-adds as Tile, so the bits are Tile's.
+template <int NP>
+QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const float* bp,
+                               const float* bias, const ActivationF32* act, float* y, int64_t ldy,
+                               __mmask16 ch_m0, __mmask16 ch_m1) {
+  // Channels 16..31 are read only where ch_m1 has lanes: no pointer is formed past the bias.
+  const __m512 bias_lo = bias != nullptr ? _mm512_maskz_loadu_ps(ch_m0, bias) : _mm512_setzero_ps();
+  const __m512 bias_hi =
+      bias != nullptr && ch_m1 != 0 ? _mm512_maskz_loadu_ps(ch_m1, bias + 16) : _mm512_setzero_ps();
+  QCC_T_ALL(QCC_T_INIT)
+  const float* xk = x;
+  for (int64_t k = 0; k < k_len; ++k, bp += 32, xk += ldx) {
+    const __m512 b0 = _mm512_loadu_ps(bp);
+    const __m512 b1 = _mm512_loadu_ps(bp + 16);
+    QCC_T_ALL(QCC_T_FMA)
+  }
+  const __m512i index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(ldy)));
+  __m512 lo = _mm512_setzero_ps(), hi = lo, slope = lo;
+  if (act != nullptr) {
+    lo = _mm512_set1_ps(act->lo);
+    hi = _mm512_set1_ps(act->hi);
+    slope = _mm512_set1_ps(act->negative_slope);
+  }
+  QCC_T_ALL(QCC_T_STORE)
+}
+
+#undef QCC_T_ALL
+#undef QCC_T_INIT
+#undef QCC_T_FMA
+#undef QCC_T_STORE
+
+using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*,
+                                  const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
+constexpr TransposedTileFn kTransposedTiles[9] = {
+    nullptr,           TileTransposed<1>, TileTransposed<2>, TileTransposed<3>, TileTransposed<4>,
+    TileTransposed<5>, TileTransposed<6>, TileTransposed<7>, TileTransposed<8>};
+
+/// Pointwise convolutions on small maps run transposed (TileTransposed): a 32-wide tile of
+/// positions would leave lanes empty (a 7x7 map fills 49 of 64), while output channels come in
+/// multiples of 32. Shape-only, as the packing depends on it. Enough k for the scatters at the
+/// end of each tile to be a small part of it.
+bool UseTransposed(const ConvF32Params& p) {
+  const int64_t n = p.out_size(), m = p.out_channels;
+  return p.IsPointwise() && p.groups == 1 && n <= 256 && n % 32 != 0 && m >= 64 &&
+         p.in_channels >= 64 && n * m < (int64_t{1} << 31) / 2;
+}
+
+using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*,
+                        const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
+constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>,
+                                    Tile<5>, Tile<6>, Tile<7>, Tile<8>};
+using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const TapLoad*,
+                                const float*, const float*, const ActivationF32*, float*, int64_t,
+                                __mmask16, __mmask16);
+constexpr ImplicitTileFn kImplicitTiles[kMr + 1] = {
+    nullptr,         TileImplicit<1>, TileImplicit<2>, TileImplicit<3>, TileImplicit<4>,
+    TileImplicit<5>, TileImplicit<6>, TileImplicit<7>, TileImplicit<8>};
+
+/// Store masks of the tile starting at column j of `cols`.
+void ColumnMasks(int64_t j, int64_t cols, __mmask16& m0, __mmask16& m1) {
+  m0 = LowBits16(cols - j);
+  m1 = LowBits16(cols - j - 16);
+}
+
+/// The loads of every tap for the tile whose first output (flattened over depth, height,
+/// width) is `q`, `n_valid` outputs long. With stride 1, lane l of a half reads the input one
+/// element after lane l-1 when the two outputs share a row, or when the input has the output's
+/// extents (a "same"-padded convolution), whose rows follow each other alike; so each tap of a
+/// half is one masked load from lane 0's input position, the lanes outside x masked off.
+void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, TapLoad* taps) {
+  const int64_t ow = p.out[2], oh = p.out[1];
+  for (int64_t h = 0; h < 2; ++h) {
+    const int64_t qh = q + 16 * h;
+    const int64_t lanes = std::clamp<int64_t>(n_valid - 16 * h, 0, 16);
+    const int64_t first[3] = {qh / (oh * ow), qh / ow % oh, qh % ow};  // lane 0's output
+    // Per axis and kernel offset, the lanes whose input coordinate lies inside x.
+    uint32_t axis_mask[3][kMaxImplicitTaps] = {};
+    if (first[2] + lanes <= ow) {
+      // The half lies in one row: depth and height are lane 0's, width a range of lanes.
+      const uint32_t all = lanes == 16 ? 0xFFFFu : (1u << lanes) - 1;
+      for (int a = 0; a < 2; ++a) {
+        for (int64_t k = 0; k < p.kernel[a]; ++k) {
+          const int64_t i = first[a] - p.pad[a] + k * p.dilation[a];
+          axis_mask[a][k] = i >= 0 && i < p.in[a] ? all : 0;
+        }
+      }
+      for (int64_t k = 0; k < p.kernel[2]; ++k) {
+        const int64_t ix = first[2] - p.pad[2] + k * p.dilation[2];
+        const int64_t lo = std::max<int64_t>(0, -ix), hi = std::min<int64_t>(lanes, p.in[2] - ix);
+        axis_mask[2][k] = lo < hi ? ((1u << hi) - 1) & ~((1u << lo) - 1) : 0;
+      }
+    } else {
+      for (int64_t l = 0; l < lanes; ++l) {
+        const int64_t o = qh + l;
+        const int64_t pos[3] = {o / (oh * ow), o / ow % oh, o % ow};
+        for (int a = 0; a < 3; ++a) {
+          for (int64_t k = 0; k < p.kernel[a]; ++k) {
+            const int64_t i = pos[a] - p.pad[a] + k * p.dilation[a];
+            if (i >= 0 && i < p.in[a]) axis_mask[a][k] |= 1u << l;
+          }
+        }
+      }
+    }
+    int64_t t = 0;
+    for (int64_t kz = 0; kz < p.kernel[0]; ++kz) {
+      const int64_t iz = first[0] - p.pad[0] + kz * p.dilation[0];
+      for (int64_t ky = 0; ky < p.kernel[1]; ++ky) {
+        const int64_t iy = first[1] - p.pad[1] + ky * p.dilation[1];
+        for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++t) {
+          const int64_t ix = first[2] - p.pad[2] + kx * p.dilation[2];
+          const uint32_t mask = axis_mask[0][kz] & axis_mask[1][ky] & axis_mask[2][kx];
+          taps[t].mask[h] = static_cast<__mmask16>(mask);
+          taps[t].off[h] = mask != 0 ? (iz * p.in[1] + iy) * p.in[2] + ix : 0;
+        }
+      }
+    }
+  }
+}
+
+/// Bit mask of lanes [lo, hi) (clamped to [0, 16)).
+inline __mmask16 LaneMask(int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, 16);
+  hi = std::clamp<int64_t>(hi, lo, 16);
+  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/// Per 16-wide output segment and horizontal tap: where lane 0 reads and which raw lanes of
+/// the (one or two) loads fall inside the input row. The same for every row of a plane.
+struct SegmentTap {
+  int64_t base;
+  __mmask16 m0, m1;
+};
+
+constexpr int64_t kMaxDepthwiseSegmentTaps = 1024;
+
+/// The 16 inputs of one segment tap: a masked load (stride 1), or the even lanes of two.
+QCC_AVX512 inline __m512 LoadSegment(bool stride1, const SegmentTap& t, const float* xrow) {
+  if (stride1) return _mm512_maskz_loadu_ps(t.m0, xrow + t.base);
+  return EvenFloats(xrow + t.base, {t.m0, t.m1});
+}
+
+/// One depthwise plane, 2-D, stride 1 or 2 along x: each 16-wide output segment accumulates
+/// every tap in one register (x loaded masked and shifted; stride 2 keeps the even lanes of
+/// two loads), then is activated (p.activation) and stored once. Four output rows go together,
+/// so that four independent FMA chains hide the FMA latency and share each weight broadcast.
+QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_taps, const float* xp,
+                               const float* wm, float bias, float* yp) {
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kh = p.kernel[1], kw = p.kernel[2];
+  const bool stride1 = p.stride[2] == 1;
+  for (int64_t oy = 0; oy < oh; oy += 4) {
+    const SegmentTap* st = seg_taps;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
+      __m512 acc0 = _mm512_set1_ps(bias), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        // Input rows of the four output rows; null where outside x (or past the last row).
+        const float* rows[4];
+        for (int r = 0; r < 4; ++r) {
+          const int64_t iy = (oy + r) * p.stride[1] - p.pad[1] + ky * p.dilation[1];
+          rows[r] = oy + r < oh && iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
+        }
+        const float* wrow = wm + ky * kw;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const SegmentTap& t = st[kx];
+          const __m512 wv = _mm512_set1_ps(wrow[kx]);
+          if (rows[0] != nullptr)
+            acc0 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[0]), acc0);
+          if (rows[1] != nullptr)
+            acc1 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[1]), acc1);
+          if (rows[2] != nullptr)
+            acc2 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[2]), acc2);
+          if (rows[3] != nullptr)
+            acc3 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[3]), acc3);
+        }
+      }
+      if (activate) {
+        acc0 = Activate(acc0, lo, hi, slope);
+        acc1 = Activate(acc1, lo, hi, slope);
+        acc2 = Activate(acc2, lo, hi, slope);
+        acc3 = Activate(acc3, lo, hi, slope);
+      }
+      const __mmask16 m = LaneMask(0, ow - ox0);
+      float* y0 = yp + oy * ow + ox0;
+      _mm512_mask_storeu_ps(y0, m, acc0);
+      if (oy + 1 < oh) _mm512_mask_storeu_ps(y0 + ow, m, acc1);
+      if (oy + 2 < oh) _mm512_mask_storeu_ps(y0 + 2 * ow, m, acc2);
+      if (oy + 3 < oh) _mm512_mask_storeu_ps(y0 + 3 * ow, m, acc3);
+    }
+  }
+}
+
+/// DepthwisePlane for kernel height KH, vertical stride SY and dilation 1, with each input row
+/// segment loaded once for every output row of the group that reads it (KH, or KH/2 with stride
+/// 2), where DepthwisePlane loads it once per output row and tap. Each output still adds its taps
+/// in DepthwisePlane's order (kernel row, then column), so the two give the same bits.
+template <int KH, int SY>
+QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg_taps,
+                                   const float* xp, const float* wm, float bias, float* yp) {
+  constexpr int R = 4;                      // output rows per group
+  constexpr int kSpan = (R - 1) * SY + KH;  // input rows they read
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kw = p.kernel[2];
+  const bool stride1 = p.stride[2] == 1;
+  for (int64_t oy = 0; oy < oh; oy += R) {
+    const float* rows[kSpan];  // null where outside x
+    for (int j = 0; j < kSpan; ++j) {
+      const int64_t iy = oy * SY - p.pad[1] + j;
+      rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
+    }
+    const SegmentTap* st = seg_taps;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
+      __m512 acc[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);
+#pragma GCC unroll 16
+      for (int j = 0; j < kSpan; ++j) {
+        if (rows[j] == nullptr) continue;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const __m512 v = LoadSegment(stride1, st[kx], rows[j]);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const int ky = j - r * SY;
+            if (ky >= 0 && ky < KH) {
+              acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wm[ky * kw + kx]), v, acc[r]);
+            }
+          }
+        }
+      }
+      const __mmask16 m = LaneMask(0, ow - ox0);
+      float* y0 = yp + oy * ow + ox0;
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        if (oy + r >= oh) break;
+        _mm512_mask_storeu_ps(y0 + r * ow, m, activate ? Activate(acc[r], lo, hi, slope) : acc[r]);
+      }
+    }
+  }
+}
+
+using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
+                                  const float*, float, float*);
+
+/// The plane kernel for `p`: a DepthwisePlaneRows instance where one fits.
+DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
+  if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
+  const bool s1 = p.stride[1] == 1;
+  switch (p.kernel[1]) {
+    case 3:
+      return s1 ? DepthwisePlaneRows<3, 1> : DepthwisePlaneRows<3, 2>;
+    case 5:
+      return s1 ? DepthwisePlaneRows<5, 1> : DepthwisePlaneRows<5, 2>;
+    case 7:
+      return s1 ? DepthwisePlaneRows<7, 1> : DepthwisePlaneRows<7, 2>;
+    default:
+      return DepthwisePlane;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+/// The transposed pointwise path: pieces are (image, block of 32 output channels); each walks
+/// the map in tiles of at most 8 positions (as even as they come), reading its weights block
+/// from L1/L2 once per tile and x's 8 positions per k.
+void ConvF32PointwiseTransposed(const ConvF32Params& p, const float* x, const float* packed,
+                                const float* bias, float* y) {
+  const int64_t n_sp = p.out_size(), m = p.out_channels, k_len = p.in_channels;
+  if (p.batch == 0 || n_sp == 0 || m == 0) return;
+  const int64_t blocks = (m + 31) / 32;
+  const int64_t tiles = (n_sp + 7) / 8, tile = (n_sp + tiles - 1) / tiles;
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  NnParallelFor(
+      p.num_threads, p.batch * blocks, 32 * k_len * n_sp, [&](int64_t begin, int64_t end) {
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t img = u / blocks, cb = u % blocks;
+          const int64_t ch = m - cb * 32;  // channels left from this block's first
+          const __mmask16 m0 = LowBits16(ch), m1 = LowBits16(ch - 16);
+          const float* xi = x + img * k_len * n_sp;
+          float* yb = y + (img * m + cb * 32) * n_sp;
+          const float* bp = packed + cb * 32 * k_len;
+          const float* bias_b = bias != nullptr ? bias + cb * 32 : nullptr;
+          for (int64_t n0 = 0; n0 < n_sp; n0 += tile) {
+            const int64_t np = std::min(tile, n_sp - n0);
+            kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b, act, yb + n0, n_sp, m0, m1);
+          }
+        }
+      });
+}
+
+}  // namespace
+
+bool ConvF32HasAvx512() { return Cpu().avx512f; }
+
+bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p) {
+  return p.IsDepthwise() && p.kernel[0] == 1 && p.stride[0] == 1 && p.stride[2] <= 2 &&
+         (p.out[2] + 15) / 16 * p.kernel[2] <= kMaxDepthwiseSegmentTaps;
+}
+
+void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
+                            const float* bias, float* y) {
+  const int64_t mult = p.out_channels / p.groups;
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), kvol = p.kernel_size();
+  const int64_t ow = p.out[2], w_in = p.in[2], sx = p.stride[2];
+  SegmentTap seg_taps[kMaxDepthwiseSegmentTaps];
+  SegmentTap* st = seg_taps;
+  for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
+    const int64_t n = std::min<int64_t>(16, ow - ox0);
+    for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++st) {
+      st->base = ox0 * sx - p.pad[2] + kx * p.dilation[2];
+      if (sx == 1) {
+        st->m0 = LaneMask(-st->base, std::min(n, w_in - st->base));
+        st->m1 = 0;
+      } else {
+        st->m0 = LaneMask(-st->base, w_in - st->base);
+        st->m1 = LaneMask(-st->base - 16, w_in - st->base - 16);
+      }
+    }
+  }
+  const DepthwisePlaneFn plane_fn = PickDepthwisePlane(p);
+  NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t plane = begin; plane < end; ++plane) {
+                    const int64_t n = plane / p.out_channels, m = plane % p.out_channels;
+                    const float* xp = x + (n * p.in_channels + m / mult) * in_sp;
+                    plane_fn(p, seg_taps, xp, w + m * kvol, bias != nullptr ? bias[m] : 0.0f,
+                             y + plane * out_sp);
+                  }
+                });
+}
+
+int64_t ConvF32Avx512PackedSize(const ConvF32Params& p) {
+  if (UseTransposed(p)) return (p.out_channels + 31) / 32 * 32 * p.in_channels;
+  const Geometry g = GeometryOf(p);
+  return p.groups * g.m_blocks * kMr * g.k;
+}
+
+void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
+  if (UseTransposed(p)) {
+    // Blocks of 32 output channels, k-major: packed[cb][k][c] = w[32 cb + c][k], zero past M.
+    const int64_t m = p.out_channels, k_len = p.in_channels;
+    for (int64_t cb = 0; cb < (m + 31) / 32; ++cb) {
+      float* dst = packed + cb * 32 * k_len;
+      for (int64_t k = 0; k < k_len; ++k) {
+        for (int64_t c = 0; c < 32; ++c) {
+          const int64_t ch = cb * 32 + c;
+          dst[k * 32 + c] = ch < m ? w[ch * k_len + k] : 0.0f;
+        }
+      }
+    }
+    return;
+  }
+  // Weights of each group as blocks of 8 rows, k-major: packed[(grp, mb)][k][r], with k in
+  // w's (channel, tap) order. (Geometry's shape fields; its split does not matter here.)
+  const Geometry g = GeometryOf(p);
+  for (int64_t grp = 0; grp < p.groups; ++grp) {
+    for (int64_t mb = 0; mb < g.m_blocks; ++mb) {
+      float* dst = packed + (grp * g.m_blocks + mb) * g.k * kMr;
+      for (int64_t kk = 0; kk < g.k; ++kk) {
+        for (int64_t r = 0; r < kMr; ++r) {
+          const int64_t m = mb * kMr + r;
+          dst[kk * kMr + r] = m < g.mg ? w[(grp * g.mg + m) * g.k + kk] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
+int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p) {
+  if (UseTransposed(p)) return 0;
+  const Geometry g = GeometryOf(p);
+  const int64_t col = g.pointwise || g.implicit ? 0 : g.k * OddLineStride(g.band_rows * p.out[2]);
+  return std::max(1, p.num_threads) * col;
+}
+
+int64_t ConvF32Avx512WorkspaceSize(const ConvF32Params& p) {
+  return ConvF32Avx512PackedSize(p) + ConvF32Avx512ColumnsSize(p);
+}
+
+void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace) {
+  if (p.batch == 0 || p.out_size() == 0 || p.out_channels == 0) return;
+  PackConvF32Avx512(p, w, workspace);
+  ConvF32Im2colAvx512Packed(p, x, workspace, bias, y, workspace + ConvF32Avx512PackedSize(p));
+}
+
+void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
+                               const float* bias, float* y, float* columns) {
+  if (UseTransposed(p)) {
+    ConvF32PointwiseTransposed(p, x, packed, bias, y);
+    return;
+  }
+  const Geometry g = GeometryOf(p);
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), ow = g.row_len;
+  if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
+  float* col_base = columns;
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  const int64_t col_floats = g.k * OddLineStride(g.band_rows * ow);
+  const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;
+  NnParallelFor(
+      p.num_threads, g.units(p.batch, p.groups), cost, [&](int64_t begin, int64_t end, int thread) {
+        // Only the im2col path has bands (pointwise and implicit convolutions read x in place,
+        // and their `columns` may be null).
+        float* col = g.pointwise || g.implicit ? nullptr : col_base + thread * col_floats;
+        TapLoad taps[kMaxImplicitTaps];
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t mc = u % g.m_chunks, band = u / g.m_chunks % g.bands;
+          const int64_t grp = u / (g.m_chunks * g.bands) % p.groups;
+          const int64_t n = u / (g.m_chunks * g.bands * p.groups);
+          const int64_t r0 = band * g.band_rows, r1 = std::min(g.rows, r0 + g.band_rows);
+          const int64_t cols = (r1 - r0) * ow;
+          const int64_t mb0 = mc * g.m_chunk_blocks,
+                        mb1 = std::min(g.m_blocks, mb0 + g.m_chunk_blocks);
+          const float* xg = x + (n * p.in_channels + grp * g.cg) * in_sp;
+          float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp + r0 * ow;
+          const float* ag = packed + grp * g.m_blocks * kMr * g.k;
+          const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
+          const float* b = xg + r0 * ow;
+          int64_t ldb = in_sp;
+          if (!g.pointwise && !g.implicit) {
+            ldb = OddLineStride(cols);
+            internal::Im2colRowsF32(p, g.cg, xg, r0, r1, col, ldb, 0, 1);
+            b = col;
+          }
+          auto tile = [&](int64_t mb, int64_t j) {
+            __mmask16 m0, m1;
+            ColumnMasks(j, cols, m0, m1);
+            const int64_t rows = std::min(kMr, g.mg - mb * kMr);
+            const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
+            float* c = yg + mb * kMr * out_sp + j;
+            if (g.implicit) {
+              kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, act,
+                                   c, out_sp, m0, m1);
+            } else {
+              kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, act, c, out_sp, m0, m1);
+            }
+          };
+          if (!g.implicit && (mb1 - mb0) * kMr > cols) {
+            // More weights than columns (the late layers): each block of weights is read once
+            // and stays in L1 across the columns, which stay in L2.
+            for (int64_t mb = mb0; mb < mb1; ++mb) {
+              for (int64_t j = 0; j < cols; j += kNr) tile(mb, j);
+            }
+          } else {
+            // Each column tile stays in L1 across the blocks of weights.
+            for (int64_t j = 0; j < cols; j += kNr) {
+              if (g.implicit) ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
+              for (int64_t mb = mb0; mb < mb1; ++mb) tile(mb, j);
+            }
+          }
+        }
+      });
+}
+
+}  // namespace qcc::cpu

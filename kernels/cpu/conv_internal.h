@@ -1,0 +1,19 @@
+// Pieces shared by the convolution kernels (conv.cc, conv_avx512.cc); not a public header.
+#ifndef QCC_KERNELS_CPU_CONV_INTERNAL_H_
+#define QCC_KERNELS_CPU_CONV_INTERNAL_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/conv.h"
+
+namespace qcc::cpu::internal {
+
+/// im2col of `channels` planes of one image's x over output rows [r0, r1) (a row is the
+/// innermost output axis): row (c * kernel_size + tap) of `col`, row stride `ld`, starting at
+/// column `col_offset`; zeros where a tap falls outside x. Parallel over channels.
+void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int64_t r0, int64_t r1,
+                   float* col, int64_t ld, int64_t col_offset, int num_threads);
+
+}  // namespace qcc::cpu::internal
+
+#endif  // QCC_KERNELS_CPU_CONV_INTERNAL_H_

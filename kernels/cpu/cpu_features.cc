@@ -1,0 +1,52 @@
+#include "kernels/cpu/cpu_features.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace qcc::cpu {
+namespace {
+
+CpuFeatures Detect() {
+  CpuFeatures f;
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.bmi2 = __builtin_cpu_supports("bmi2");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512vbmi = __builtin_cpu_supports("avx512vbmi");
+  f.avx512vbmi2 = __builtin_cpu_supports("avx512vbmi2");
+  return f;
+}
+
+/// `f` without what the QCC_CPU_FEATURES value `cap` rules out.
+CpuFeatures Capped(CpuFeatures f, const char* cap) {
+  if (cap == nullptr || std::strcmp(cap, "native") == 0) return f;
+  const bool baseline = std::strcmp(cap, "baseline") == 0;
+  const bool avx2 = std::strcmp(cap, "avx2") == 0;
+  const bool avx512 = std::strcmp(cap, "avx512") == 0;
+  if (!baseline && !avx2 && !avx512) {
+    std::fprintf(stderr,
+                 "qcc: QCC_CPU_FEATURES='%s' is not baseline, avx2, avx512 or native; using "
+                 "native\n",
+                 cap);
+    return f;
+  }
+  f.avx512vnni = f.avx512vbmi = f.avx512vbmi2 = false;
+  if (avx512) return f;
+  f.avx512f = f.avx512bw = f.avx512vl = false;
+  if (avx2) return f;
+  f.avx2 = f.fma = f.bmi2 = false;
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& Cpu() {
+  static const CpuFeatures features = Capped(Detect(), std::getenv("QCC_CPU_FEATURES"));
+  return features;
+}
+
+}  // namespace qcc::cpu

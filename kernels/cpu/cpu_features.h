@@ -1,0 +1,36 @@
+// What this CPU runs, detected once: the one table every kernel dispatch reads (the fp32 and int8
+// fast paths, the SIMD builds of simd_dispatch.h). QCC_CPU_FEATURES caps it for testing the
+// narrower paths on a wider CPU: "baseline" (x86-64 only), "avx2" (AVX2, FMA, BMI2), "avx512" (no
+// VNNI/VBMI); unset or "native" is what the CPU has. The int8 kernels and the SIMD builds give
+// the same bits on every path, so an int8 plan's outputs do not depend on it
+// (tests/cpu_paths/cpu_paths.py checks that end to end); the fp32 convolution sums in another
+// order on AVX-512 than on the im2col + sgemm path.
+#ifndef QCC_KERNELS_CPU_CPU_FEATURES_H_
+#define QCC_KERNELS_CPU_CPU_FEATURES_H_
+
+namespace qcc::cpu {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool bmi2 = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512vnni = false;
+  bool avx512vbmi = false;
+  bool avx512vbmi2 = false;
+
+  /// AVX-512 F, BW and VL: the int8 elementwise kernels' set.
+  bool avx512_int8() const { return avx512f && avx512bw && avx512vl; }
+  /// That and VNNI: vpdpbusd.
+  bool avx512_vnni() const { return avx512_int8() && avx512vnni; }
+};
+
+/// This CPU's features, capped by QCC_CPU_FEATURES (read once, at the first call; an unknown
+/// value is treated as "native" and reported on stderr once).
+const CpuFeatures& Cpu();
+
+}  // namespace qcc::cpu
+
+#endif  // QCC_KERNELS_CPU_CPU_FEATURES_H_

@@ -1,0 +1,226 @@
+#include "kernels/cpu/movement.h"
+
+#include <cstring>
+
+#include "kernels/cpu/nn_parallel.h"
+#include "support/tensor.h"
+
+namespace qcc::cpu {
+namespace {
+
+/// Copies n elements of type T (a same-sized stand-in for any dtype) from byte offsets `offs`
+/// of `in`; a negative offset writes `fill`.
+template <typename T>
+void GatherRow(const uint8_t* in, const int64_t* offs, int64_t n, const uint8_t* fill_bytes,
+               uint8_t* out) {
+  T fill;
+  std::memcpy(&fill, fill_bytes, sizeof(T));
+  T* dst = reinterpret_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    if (offs[i] < 0) {
+      dst[i] = fill;
+    } else {
+      std::memcpy(&dst[i], in + offs[i], sizeof(T));
+    }
+  }
+}
+
+void GatherRowBytes(const uint8_t* in, const int64_t* offs, int64_t n, size_t elem_size,
+                    const uint8_t* fill, uint8_t* out) {
+  switch (elem_size) {
+    case 1:
+      return GatherRow<uint8_t>(in, offs, n, fill, out);
+    case 2:
+      return GatherRow<uint16_t>(in, offs, n, fill, out);
+    case 4:
+      return GatherRow<uint32_t>(in, offs, n, fill, out);
+    case 8:
+      return GatherRow<uint64_t>(in, offs, n, fill, out);
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * elem_size, offs[i] < 0 ? fill : in + offs[i], elem_size);
+      }
+  }
+}
+
+/// Copies n elements of type T lying `stride` elements apart (a same-sized stand-in for any
+/// dtype).
+template <typename T>
+void StridedRow(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
+  T* dst = reinterpret_cast<T*>(out);
+  const int64_t step = stride * static_cast<int64_t>(sizeof(T));  // may be negative
+  for (int64_t i = 0; i < n; ++i) std::memcpy(&dst[i], in + i * step, sizeof(T));
+}
+
+void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_size, uint8_t* out) {
+  switch (elem_size) {
+    case 1:
+      return StridedRow<uint8_t>(in, stride, n, out);
+    case 2:
+      return StridedRow<uint16_t>(in, stride, n, out);
+    case 4:
+      return StridedRow<uint32_t>(in, stride, n, out);
+    case 8:
+      return StridedRow<uint64_t>(in, stride, n, out);
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * elem_size, in + i * stride * static_cast<int64_t>(elem_size),
+                    elem_size);
+      }
+  }
+}
+
+/// Writes n copies of the element at `fill`.
+template <typename T>
+void FillRow(uint8_t* out, int64_t n, const uint8_t* fill_bytes) {
+  T fill;
+  std::memcpy(&fill, fill_bytes, sizeof(T));
+  T* dst = reinterpret_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) dst[i] = fill;
+}
+
+void FillRowBytes(uint8_t* out, int64_t n, size_t elem_size, const uint8_t* fill) {
+  switch (elem_size) {
+    case 1:
+      return FillRow<uint8_t>(out, n, fill);
+    case 2:
+      return FillRow<uint16_t>(out, n, fill);
+    case 4:
+      return FillRow<uint32_t>(out, n, fill);
+    case 8:
+      return FillRow<uint64_t>(out, n, fill);
+    default:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * elem_size, fill, elem_size);
+  }
+}
+
+}  // namespace
+
+CopyAxis IdentityAxis(int64_t extent, int64_t in_stride) {
+  CopyAxis a;
+  a.in_stride = in_stride;
+  a.source.resize(extent);
+  for (int64_t i = 0; i < extent; ++i) a.source[i] = i;
+  return a;
+}
+
+void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* in,
+                 const void* fill, void* out, int num_threads) {
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  const std::vector<uint8_t> zeros(elem_size, 0);
+  const auto* fill_bytes = fill != nullptr ? static_cast<const uint8_t*>(fill) : zeros.data();
+  const size_t rank = axes.size();
+  if (rank == 0) {
+    std::memcpy(dst, src, elem_size);
+    return;
+  }
+  for (const CopyAxis& a : axes) {
+    if (a.source.empty()) return;
+  }
+  // Byte offsets per axis and coordinate (-1: fill).
+  std::vector<std::vector<int64_t>> offs(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t step = axes[k].in_stride * static_cast<int64_t>(elem_size);
+    offs[k].resize(axes[k].source.size());
+    for (size_t i = 0; i < offs[k].size(); ++i) {
+      const int64_t s = axes[k].source[i];
+      offs[k][i] = s < 0 ? -1 : s * step;
+    }
+  }
+  // The innermost axis: a contiguous run (memcpy), an evenly strided one without fill, or
+  // anything else (per-element offsets).
+  const CopyAxis& last = axes.back();
+  const int64_t n = static_cast<int64_t>(last.source.size());
+  const int64_t stride = n > 1 ? last.source[1] - last.source[0] : 1;
+  bool strided = last.source[0] >= 0;
+  for (int64_t i = 1; strided && i < n; ++i) {
+    strided = last.source[i] >= 0 && last.source[i] == last.source[0] + i * stride;
+  }
+  const bool contiguous = strided && (n == 1 || last.in_stride * stride == 1);
+  const int64_t elem_stride = strided ? last.in_stride * stride : 0;
+  const size_t row_bytes = static_cast<size_t>(n) * elem_size;
+
+  int64_t rows = 1;
+  for (size_t k = 0; k + 1 < rank; ++k) rows *= static_cast<int64_t>(axes[k].source.size());
+  NnParallelFor(num_threads, rows, n, [&](int64_t r_begin, int64_t r_end) {
+    // The outer coordinates of row r_begin.
+    std::vector<size_t> index(rank - 1, 0);
+    for (size_t k = rank - 1, q = r_begin; k-- > 0;) {
+      index[k] = q % axes[k].source.size();
+      q /= axes[k].source.size();
+    }
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      int64_t base = 0;
+      bool valid = true;
+      for (size_t k = 0; k + 1 < rank; ++k) {
+        const int64_t o = offs[k][index[k]];
+        valid = valid && o >= 0;
+        base += o;
+      }
+      uint8_t* row = dst + r * row_bytes;
+      if (!valid) {
+        FillRowBytes(row, n, elem_size, fill_bytes);
+      } else if (contiguous) {
+        std::memcpy(row, src + base + offs.back()[0], row_bytes);
+      } else if (strided) {
+        StridedRowBytes(src + base + offs.back()[0], elem_stride, n, elem_size, row);
+      } else {
+        GatherRowBytes(src + base, offs.back().data(), n, elem_size, fill_bytes, row);
+      }
+      for (size_t k = rank - 1; k-- > 0;) {
+        if (++index[k] < axes[k].source.size()) break;
+        index[k] = 0;
+      }
+    }
+  });
+}
+
+void TransposeBytes(absl::Span<const int64_t> in_dims, absl::Span<const int64_t> perm,
+                    size_t elem_size, const void* in, void* out, int num_threads) {
+  const Dims strides = RowMajorStrides(in_dims);
+  std::vector<CopyAxis> axes;
+  axes.reserve(perm.size());
+  for (int64_t p : perm) axes.push_back(IdentityAxis(in_dims[p], strides[p]));
+  IndexedCopy(axes, elem_size, in, nullptr, out, num_threads);
+}
+
+void ConcatBytes(int64_t outer, absl::Span<const int64_t> chunk_bytes,
+                 absl::Span<const void* const> inputs, void* out) {
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (chunk_bytes[i] == 0) continue;
+      std::memcpy(dst, static_cast<const uint8_t*>(inputs[i]) + o * chunk_bytes[i], chunk_bytes[i]);
+      dst += chunk_bytes[i];
+    }
+  }
+}
+
+void SplitBytes(int64_t outer, absl::Span<const int64_t> chunk_bytes, const void* in,
+                absl::Span<void* const> outputs) {
+  const auto* src = static_cast<const uint8_t*>(in);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (chunk_bytes[i] == 0) continue;
+      std::memcpy(static_cast<uint8_t*>(outputs[i]) + o * chunk_bytes[i], src, chunk_bytes[i]);
+      src += chunk_bytes[i];
+    }
+  }
+}
+
+void GatherBytes(int64_t outer, int64_t axis_extent, int64_t inner_bytes,
+                 absl::Span<const int64_t> indices, const void* in, void* out) {
+  if (inner_bytes == 0) return;
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t o = 0; o < outer; ++o) {
+    const uint8_t* block = src + o * axis_extent * inner_bytes;
+    for (int64_t j : indices) {
+      std::memcpy(dst, block + j * inner_bytes, inner_bytes);
+      dst += inner_bytes;
+    }
+  }
+}
+
+}  // namespace qcc::cpu

@@ -1,0 +1,303 @@
+#include "kernels/cpu/pool.h"
+
+// GCC 12's AVX-512 headers start unmasked results from _mm512_undefined_*(), which
+// -Wmaybe-uninitialized reports at every inlined use (GCC PR 105593, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/lane_masks.h"
+#include "kernels/cpu/nn_parallel.h"
+
+namespace qcc::cpu {
+
+namespace {
+
+/// Taps [k0, k1) of a window starting at `start` whose positions start + k * d lie in [lo, hi).
+void TapRange(int64_t start, int64_t d, int64_t kernel, int64_t lo, int64_t hi, int64_t& k0,
+              int64_t& k1) {
+  k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
+  k1 = start >= hi ? 0 : std::min(kernel, (hi - start + d - 1) / d);
+  k1 = std::max(k0, k1);
+}
+
+/// Per axis and output position, the window start and its tap range [k0, k1) inside [lo, hi):
+/// computed once per call, not per plane and output (TapRange divides).
+struct WindowTable {
+  std::array<std::vector<int64_t>, 3> start, k0, k1;
+
+  WindowTable(const PoolF32Params& p, const std::array<int64_t, 3>& lo,
+              const std::array<int64_t, 3>& hi) {
+    for (int a = 0; a < 3; ++a) {
+      start[a].resize(p.out[a]);
+      k0[a].resize(p.out[a]);
+      k1[a].resize(p.out[a]);
+      for (int64_t o = 0; o < p.out[a]; ++o) {
+        start[a][o] = o * p.stride[a] - p.pad_begin[a];
+        TapRange(start[a][o], p.dilation[a], p.kernel[a], lo[a], hi[a], k0[a][o], k1[a][o]);
+      }
+    }
+  }
+};
+
+/// Calls fn(out_index, start, k0, k1) for each output position of one plane, where start and
+/// the tap ranges [k0, k1) are per axis (from `table`).
+template <typename Fn>
+void ForEachWindow(const PoolF32Params& p, const WindowTable& table, Fn&& fn) {
+  std::array<int64_t, 3> start, k0, k1;
+  int64_t o = 0;
+  for (int64_t oz = 0; oz < p.out[0]; ++oz) {
+    start[0] = table.start[0][oz];
+    k0[0] = table.k0[0][oz];
+    k1[0] = table.k1[0][oz];
+    for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+      start[1] = table.start[1][oy];
+      k0[1] = table.k0[1][oy];
+      k1[1] = table.k1[1][oy];
+      for (int64_t ox = 0; ox < p.out[2]; ++ox, ++o) {
+        start[2] = table.start[2][ox];
+        k0[2] = table.k0[2][ox];
+        k1[2] = table.k1[2][ox];
+        fn(o, start, k0, k1);
+      }
+    }
+  }
+}
+
+constexpr std::array<int64_t, 3> kZero{0, 0, 0};
+
+#define QCC_AVX512_POOL_F32 __attribute__((target("avx512f")))
+
+/// The taps at `at` of the first `lanes` of 16 outputs `sx` (1 or 2) apart, `span` the masks of
+/// the floats they read (stride 2: their even lanes): nothing is read past the last one's tap, and
+/// the other lanes are 0.
+QCC_AVX512_POOL_F32 inline __m512 TapsX16(const float* at, int64_t sx, __mmask16 lanes,
+                                          SpanMasks span) {
+  if (sx == 1) return _mm512_maskz_loadu_ps(lanes, at);
+  return EvenFloats(at, span);
+}
+
+/// The max over a window of ky_taps rows (`w` apart) and kw columns, for the outputs whose
+/// first taps TapsX16 reads at `first`, each from its first tap in the scalar loop's order.
+QCC_AVX512_POOL_F32 inline __m512 MaxOfTaps(const float* first, int64_t ky_taps, int64_t kw,
+                                            int64_t w, int64_t sx, __mmask16 lanes,
+                                            SpanMasks span) {
+  __m512 best = TapsX16(first, sx, lanes, span);
+  for (int64_t ky = 0; ky < ky_taps; ++ky) {
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      best = _mm512_max_ps(TapsX16(first + ky * w + kx, sx, lanes, span), best);
+    }
+  }
+  return best;
+}
+
+/// Outputs [ox0, ox1) of one output row of a 2-D max pool (dilation 1, stride 1 or 2) whose
+/// windows lie inside the row in x, 16 at a time (the last 1..15 on masked loads): lane j scans
+/// the taps of output ox0 + j in the scalar loop's order, starting from its first tap, and
+/// _mm512_max_ps(v, best) is `v > best ? v : best` (MAXPS returns its second operand on NaN and
+/// on equal values), so every lane gives the scalar loop's bits.
+QCC_AVX512_POOL_F32 void MaxPoolRowAvx512(const PoolF32Params& p, const float* plane, int64_t iy0,
+                                          int64_t ky_taps, int64_t ox0, int64_t ox1,
+                                          int64_t start_x0, float* y) {
+  const int64_t kw = p.kernel[2], sx = p.stride[2], w = p.in[2];
+  int64_t ox = ox0;
+  // Whole vectors with the masks as constants (plain loads), then the last 1..15 outputs.
+  for (; ox + 16 <= ox1; ox += 16) {
+    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;  // lane 0's first tap
+    _mm512_storeu_ps(y + ox, MaxOfTaps(first, ky_taps, kw, w, sx, 0xFFFF, SpanMasksOf(31)));
+  }
+  if (ox < ox1) {
+    const int64_t n = ox1 - ox;
+    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;
+    _mm512_mask_storeu_ps(y + ox, LowBits16(n),
+                          MaxOfTaps(first, ky_taps, kw, w, sx, LowBits16(n),
+                                    SpanMasksOf((n - 1) * sx + 1)));  // lane n-1's float
+  }
+}
+
+}  // namespace
+
+namespace {
+
+/// The max of one window by the scalar rule (its first tap, then any greater one; the lowest
+/// float for a window with no tap inside x).
+float MaxOfWindow(const PoolF32Params& p, const float* xp, const WindowTable& table, int64_t oz,
+                  int64_t oy, int64_t ox) {
+  const int64_t z0 = table.k0[0][oz], z1 = table.k1[0][oz], y0 = table.k0[1][oy],
+                y1 = table.k1[1][oy], x0 = table.k0[2][ox], x1 = table.k1[2][ox];
+  if (z0 >= z1 || y0 >= y1 || x0 >= x1) return std::numeric_limits<float>::lowest();
+  const int64_t sz = table.start[0][oz], sy = table.start[1][oy], sx = table.start[2][ox];
+  float best = xp[((sz + z0 * p.dilation[0]) * p.in[1] + sy + y0 * p.dilation[1]) * p.in[2] + sx +
+                  x0 * p.dilation[2]];
+  for (int64_t kz = z0; kz < z1; ++kz) {
+    for (int64_t ky = y0; ky < y1; ++ky) {
+      const float* row =
+          xp + ((sz + kz * p.dilation[0]) * p.in[1] + sy + ky * p.dilation[1]) * p.in[2] + sx;
+      for (int64_t kx = x0; kx < x1; ++kx) {
+        const float v = row[kx * p.dilation[2]];
+        best = v > best ? v : best;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indices,
+                bool column_major) {
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size();
+  const int64_t kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  const WindowTable table(p, kZero, p.in);
+  // The row code reads depth 0 only: one depth window, and it covers that depth (a pad before
+  // it can leave it empty, which the scalar rule turns into the lowest float).
+  const bool fast_rows = Cpu().avx512f && p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 &&
+                         table.k0[0][0] < table.k1[0][0] && p.dilation[1] == 1 &&
+                         p.dilation[2] == 1 && (p.stride[2] == 1 || p.stride[2] == 2);
+  // The outputs [whole_begin, whole_end) of a row whose windows are whole along x (the same
+  // for every row): a run, since window starts grow with the output.
+  int64_t whole_begin = 0;
+  while (whole_begin < p.out[2] &&
+         (table.k0[2][whole_begin] != 0 || table.k1[2][whole_begin] != p.kernel[2])) {
+    ++whole_begin;
+  }
+  int64_t whole_end = whole_begin;
+  while (whole_end < p.out[2] && table.k0[2][whole_end] == 0 &&
+         table.k1[2][whole_end] == p.kernel[2]) {
+    ++whole_end;
+  }
+  NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* xp = x + plane * in_sp;
+      float* yp = y + plane * out_sp;
+      if (indices == nullptr && fast_rows) {
+        // 2-D, dilation 1, stride 1 or 2: the outputs whose windows are whole in x go 16 at a
+        // time (MaxPoolRowAvx512), the rest through the scalar loop below.
+        for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+          float* yr = yp + oy * p.out[2];
+          const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
+          if (ky0 < ky1) {
+            if (whole_begin < whole_end) {
+              MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0, whole_begin, whole_end,
+                               table.start[2][whole_begin], yr);
+            }
+            for (int64_t o = 0; o < whole_begin; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            for (int64_t o = whole_end; o < p.out[2]; ++o) {
+              yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+            }
+          } else {
+            for (int64_t o = 0; o < p.out[2]; ++o) yr[o] = std::numeric_limits<float>::lowest();
+          }
+        }
+        continue;
+      }
+      if (indices == nullptr) {
+        // The first tap, then every tap that is greater: the loop below without its index.
+        int64_t o = 0;
+        for (int64_t oz = 0; oz < p.out[0]; ++oz) {
+          for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+            for (int64_t ox = 0; ox < p.out[2]; ++ox)
+              yp[o++] = MaxOfWindow(p, xp, table, oz, oy, ox);
+          }
+        }
+        continue;
+      }
+      ForEachWindow(p, table, [&](int64_t o, auto& start, auto& k0, auto& k1) {
+        float best = std::numeric_limits<float>::lowest();
+        int64_t best_at = -1;
+        for (int64_t kz = k0[0]; kz < k1[0]; ++kz) {
+          const int64_t iz = start[0] + kz * p.dilation[0];
+          for (int64_t ky = k0[1]; ky < k1[1]; ++ky) {
+            const int64_t iy = start[1] + ky * p.dilation[1];
+            const float* row = xp + (iz * p.in[1] + iy) * p.in[2];
+            for (int64_t kx = k0[2]; kx < k1[2]; ++kx) {
+              const int64_t ix = start[2] + kx * p.dilation[2];
+              if (row[ix] > best || best_at < 0) {
+                best = row[ix];
+                best_at = (iz * p.in[1] + iy) * p.in[2] + ix;
+              }
+            }
+          }
+        }
+        yp[o] = best;
+        if (best_at < 0) {
+          indices[plane * out_sp + o] = -1;
+          return;
+        }
+        if (column_major) {
+          const int64_t ix = best_at % p.in[2], iy = best_at / p.in[2] % p.in[1];
+          const int64_t iz = best_at / (p.in[2] * p.in[1]);
+          best_at = iz + iy * p.in[0] + ix * p.in[0] * p.in[1];
+        }
+        indices[plane * out_sp + o] = plane * in_sp + best_at;
+      });
+    }
+  });
+}
+
+void AveragePoolF32(const PoolF32Params& p, bool count_include_pad, const float* x, float* y) {
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size();
+  const int64_t kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  std::array<int64_t, 3> padded_lo, padded_hi;
+  for (int a = 0; a < 3; ++a) {
+    padded_lo[a] = -p.pad_begin[a];
+    padded_hi[a] = p.in[a] + p.pad_end[a];
+  }
+  const WindowTable table(p, kZero, p.in);
+  NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* xp = x + plane * in_sp;
+      float* yp = y + plane * out_sp;
+      ForEachWindow(p, table, [&](int64_t o, auto& start, auto& k0, auto& k1) {
+        float sum = 0.0f;
+        for (int64_t kz = k0[0]; kz < k1[0]; ++kz) {
+          const int64_t iz = start[0] + kz * p.dilation[0];
+          for (int64_t ky = k0[1]; ky < k1[1]; ++ky) {
+            const int64_t iy = start[1] + ky * p.dilation[1];
+            const float* row = xp + (iz * p.in[1] + iy) * p.in[2];
+            for (int64_t kx = k0[2]; kx < k1[2]; ++kx) sum += row[start[2] + kx * p.dilation[2]];
+          }
+        }
+        int64_t count = 1;
+        for (int a = 0; a < 3; ++a) {
+          int64_t c0 = k0[a], c1 = k1[a];
+          if (count_include_pad) {
+            TapRange(start[a], p.dilation[a], p.kernel[a], padded_lo[a], padded_hi[a], c0, c1);
+          }
+          count *= c1 - c0;
+        }
+        yp[o] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+      });
+    }
+  });
+}
+
+void GlobalAveragePoolF32(int64_t planes, int64_t size, const float* x, float* y, int num_threads) {
+  NnParallelFor(num_threads, planes, size, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* xp = x + i * size;
+      double sum = 0.0;
+      for (int64_t j = 0; j < size; ++j) sum += xp[j];
+      y[i] = size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
+    }
+  });
+}
+
+void GlobalMaxPoolF32(int64_t planes, int64_t size, const float* x, float* y, int num_threads) {
+  NnParallelFor(num_threads, planes, size, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* xp = x + i * size;
+      float best = std::numeric_limits<float>::lowest();
+      for (int64_t j = 0; j < size; ++j) best = std::max(best, xp[j]);
+      y[i] = best;
+    }
+  });
+}
+
+}  // namespace qcc::cpu

@@ -1,0 +1,203 @@
+// The AVX-512 VNNI depthwise path of the int8 convolution (C == group, any channel multiplier;
+// the MobileNet case), bit-identical to QConvReference; the algebra (x + 128 and the packed
+// -128 * sum(w) correction, all modulo 2^32) is qconv_vnni.cc's.
+//
+// Per (image, channel) plane, the padded plane is rewritten once as bytes x ^ 0x80 into a
+// per-thread buffer. 16 outputs of a row take, per kernel row, one 64-byte load of the row
+// window and, per 4 taps, one vpermb (gathering each output's 4 taps into its dword: byte
+// 4l + j = l * stride + (4q + j) * dilation) and one vpdpbusd against the 4 weights, broadcast.
+// Four output rows run together so that four accumulator chains overlap. Packed weights:
+// [K][R][ceil(S / 4)] dwords of 4 taps, zero-padded.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/tensor.h"
+
+namespace qcc::cpu::internal {
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct DepthwiseGeometry {
+  int64_t mult, oh, ow, pw, sq, plane_bytes;
+  // Output rows per 16-lane segment: rows of at most 8 outputs fold 2 (or more) rows into one
+  // segment, lane l holding output (l / ow, l % ow) of the fold, when the one 64-byte window
+  // load still covers every tap of them.
+  int64_t fold;
+};
+
+DepthwiseGeometry DepthwiseGeometryOf(const QConvParams& p) {
+  DepthwiseGeometry g;
+  g.mult = p.k / p.group;
+  g.oh = p.out_h();
+  g.ow = p.out_w();
+  g.pw = p.w + p.pad_left + p.pad_right;
+  g.sq = CeilDiv(p.s, 4);
+  g.plane_bytes = QConvDepthwiseVnniPlaneBytes(p);
+  g.fold = 1;
+  for (int64_t f = std::min<int64_t>(16 / std::max<int64_t>(g.ow, 1), g.oh); f > 1; --f) {
+    if ((f - 1) * p.stride_h * g.pw + (g.ow - 1) * p.stride_w + (p.s - 1) * p.dilation_w <= 63) {
+      g.fold = f;
+      break;
+    }
+  }
+  return g;
+}
+
+/// The requantized lanes of one fold of rows, outputs [first, first + lanes) of the plane cut at
+/// `end` (nothing when first >= end).
+QCC_VNNI inline void StoreFold(int8_t* out, int64_t first, int64_t end, int64_t lanes, __m512i acc,
+                               __m512 multiplier, __m512i zp, __m512 lo, __m512 hi) {
+  const int64_t n = std::min(lanes, end - first);
+  if (n <= 0) return;
+  _mm_mask_storeu_epi8(out + first, static_cast<__mmask16>(LowBits64(n)),
+                       RequantizeX16(acc, multiplier, zp, lo, hi));
+}
+
+/// Planes [begin, end) of (image, input channel) of the depthwise path.
+/// kFold: g.fold > 1 (an instance each, so that the unfolded loop stays as lean as it was).
+template <bool kFold>
+QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
+                              const DepthwiseGeometry& g, uint8_t* buf, int64_t begin,
+                              int64_t end) {
+  const uint32_t* packed = reinterpret_cast<const uint32_t*>(w.packed.get());
+  const uint8_t pad = static_cast<uint8_t>(p.pad_value) ^ 0x80;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i zp = _mm512_set1_epi32(p.zp_out);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(p.lo - p.zp_out));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(p.hi - p.zp_out));
+  // sq <= 16 (DepthwiseFits). Byte 4l + j: lane l's tap 4q + j, lane l = f * ow + lx holding
+  // output column lx of the fold's row f (f = 0 and lx = l without a fold).
+  __m512i idx[16];
+  const int64_t fold_lanes = g.fold > 1 ? g.fold * g.ow : 16;
+  for (int64_t q = 0; q < g.sq; ++q) {
+    alignas(64) uint8_t bytes[64];
+    for (int i = 0; i < 64; ++i) {
+      const int64_t l = i / 4, tap = 4 * q + i % 4;
+      const int64_t f = g.fold > 1 ? l / g.ow : 0, lx = g.fold > 1 ? l % g.ow : l;
+      const int64_t at = f * p.stride_h * g.pw + lx * p.stride_w;
+      bytes[i] =
+          static_cast<uint8_t>(l < fold_lanes ? at + (tap < p.s ? tap * p.dilation_w : 0) : 0);
+    }
+    idx[q] = _mm512_load_si512(bytes);
+  }
+  const int64_t h = p.h, w_in = p.w;  // locals: the stores below may alias p as far as GCC knows
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const int8_t* x = p.input + plane * h * w_in;
+    std::memset(buf, pad, g.plane_bytes);
+    uint8_t* dst = buf + p.pad_top * g.pw + p.pad_left;
+    for (int64_t y = 0; y < h; ++y, x += w_in, dst += g.pw) {
+      for (int64_t x0 = 0; x0 < w_in; x0 += 64) {
+        const __mmask64 m = LowBits64(w_in - x0);
+        const __m512i v = _mm512_maskz_loadu_epi8(m, x + x0);
+        _mm512_mask_storeu_epi8(dst + x0, m, _mm512_xor_si512(v, flip));
+      }
+    }
+    const int64_t n = plane / p.c, ch = plane % p.c;
+    for (int64_t k = ch * g.mult; k < (ch + 1) * g.mult; ++k) {
+      const uint32_t* wk = packed + k * p.r * g.sq;
+      const __m512i init =
+          _mm512_set1_epi32(WrapAdd(p.bias != nullptr ? p.bias[k] : 0, w.correction[k]));
+      const __m512 multiplier = _mm512_set1_ps(p.multiplier[k]);
+      int8_t* out = p.output + (n * p.k + k) * g.oh * g.ow;
+      // Four segments of output rows at a time (4 * fold rows): four independent accumulator
+      // chains (rows past the end repeat the last one and are not stored).
+      const int64_t fold = kFold ? g.fold : 1;
+      for (int64_t oy = 0; oy < g.oh; oy += 4 * fold) {
+        const int64_t row_step = p.stride_h * g.pw;
+        const uint8_t* row0 = buf + oy * row_step;
+        const uint8_t* row1 = buf + std::min(oy + fold, g.oh - 1) * row_step;
+        const uint8_t* row2 = buf + std::min(oy + 2 * fold, g.oh - 1) * row_step;
+        const uint8_t* row3 = buf + std::min(oy + 3 * fold, g.oh - 1) * row_step;
+        for (int64_t ox0 = 0; ox0 < g.ow; ox0 += 16) {
+          const int64_t dx = ox0 * p.stride_w;
+          __m512i acc0 = init, acc1 = init, acc2 = init, acc3 = init;
+          for (int64_t r = 0; r < p.r; ++r) {
+            const int64_t dy = r * p.dilation_h * g.pw + dx;
+            const __m512i win0 = _mm512_loadu_si512(row0 + dy);
+            const __m512i win1 = _mm512_loadu_si512(row1 + dy);
+            const __m512i win2 = _mm512_loadu_si512(row2 + dy);
+            const __m512i win3 = _mm512_loadu_si512(row3 + dy);
+            for (int64_t q = 0; q < g.sq; ++q) {
+              constexpr __mmask64 kAll = ~__mmask64{0};
+              const __m512i wq = _mm512_set1_epi32(static_cast<int>(wk[r * g.sq + q]));
+              const __m512i perm = idx[q];
+              acc0 = _mm512_dpbusd_epi32(acc0, _mm512_maskz_permutexvar_epi8(kAll, perm, win0), wq);
+              acc1 = _mm512_dpbusd_epi32(acc1, _mm512_maskz_permutexvar_epi8(kAll, perm, win1), wq);
+              acc2 = _mm512_dpbusd_epi32(acc2, _mm512_maskz_permutexvar_epi8(kAll, perm, win2), wq);
+              acc3 = _mm512_dpbusd_epi32(acc3, _mm512_maskz_permutexvar_epi8(kAll, perm, win3), wq);
+            }
+          }
+          int8_t* y = out + oy * g.ow + ox0;
+          if (!kFold) {
+            const __mmask16 cols = static_cast<__mmask16>(LowBits64(g.ow - ox0));
+            _mm_mask_storeu_epi8(y, cols, RequantizeX16(acc0, multiplier, zp, lo, hi));
+            if (oy + 1 < g.oh) {
+              _mm_mask_storeu_epi8(y + g.ow, cols, RequantizeX16(acc1, multiplier, zp, lo, hi));
+            }
+            if (oy + 2 < g.oh) {
+              _mm_mask_storeu_epi8(y + 2 * g.ow, cols, RequantizeX16(acc2, multiplier, zp, lo, hi));
+            }
+            if (oy + 3 < g.oh) {
+              _mm_mask_storeu_epi8(y + 3 * g.ow, cols, RequantizeX16(acc3, multiplier, zp, lo, hi));
+            }
+          } else {
+            // A fold's rows are consecutive in the output plane: its fold * ow lanes are one
+            // run, cut at the plane's end.
+            const int64_t plane_end = g.oh * g.ow, first = oy * g.ow, step = fold * g.ow;
+            StoreFold(out, first, plane_end, fold_lanes, acc0, multiplier, zp, lo, hi);
+            StoreFold(out, first + step, plane_end, fold_lanes, acc1, multiplier, zp, lo, hi);
+            StoreFold(out, first + 2 * step, plane_end, fold_lanes, acc2, multiplier, zp, lo, hi);
+            StoreFold(out, first + 3 * step, plane_end, fold_lanes, acc3, multiplier, zp, lo, hi);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool QConvDepthwiseVnniFits(const QConvParams& p) {
+  return p.c == p.group && 15 * p.stride_w + (p.s - 1) * p.dilation_w <= 63;
+}
+
+int64_t QConvDepthwiseVnniPlaneBytes(const QConvParams& p) {
+  // The last window load reads up to 63 bytes past the last output's first tap.
+  const int64_t bytes = (p.h + p.pad_top + p.pad_bottom) * (p.w + p.pad_left + p.pad_right) + 64;
+  return (bytes + 63) / 64 * 64;
+}
+
+void PackQConvDepthwiseVnni(const QConvParams& p, PackedQConvWeights* w) {
+  const int64_t sq = CeilDiv(p.s, 4);
+  w->packed = Tensor::AllocateStorage(p.k * p.r * sq * 4);
+  uint8_t* dst = w->packed.get();
+  for (int64_t k = 0; k < p.k; ++k) {
+    for (int64_t r = 0; r < p.r; ++r) {
+      for (int64_t t = 0; t < sq * 4; ++t) {
+        *dst++ = t < p.s ? static_cast<uint8_t>(p.weights[(k * p.r + r) * p.s + t]) : 0;
+      }
+    }
+  }
+  w->layout = PackedQConvWeights::Layout::kVnniDepthwise;
+}
+
+QCC_VNNI void QConvDepthwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
+                                 uint8_t* workspace) {
+  const DepthwiseGeometry g = DepthwiseGeometryOf(p);
+  const int64_t cost = g.mult * g.oh * g.ow * p.r * p.s;
+  NnParallelFor(p.num_threads, p.n * p.c, cost, [&](int64_t begin, int64_t end, int thread) {
+    if (g.fold > 1) {
+      DepthwisePlanes<true>(p, w, g, workspace + thread * g.plane_bytes, begin, end);
+    } else {
+      DepthwisePlanes<false>(p, w, g, workspace + thread * g.plane_bytes, begin, end);
+    }
+  });
+}
+
+}  // namespace qcc::cpu::internal

@@ -1,0 +1,404 @@
+// AVX-512 VNNI paths of the int8 convolution (contract in qconv.h): packing, dispatch and the
+// direct path (the depthwise one is qconv_depthwise_vnni.cc); bit-identical to QConvReference
+// by construction, which tests/backend_cpu/int8_conv_test.cc checks.
+//
+// The algebra. vpdpbusd multiplies unsigned by signed bytes, so activations enter as
+// x_u8 = x + 128 (x ^ 0x80) and sum(w * x) = sum(w * x_u8) - 128 * sum(w); packing stores
+// correction[k] = -128 * sum(w[k]) and the accumulators start at bias[k] + correction[k]. A
+// padded position holds pad_value + 128, so it too contributes w * pad_value. All of it is
+// int32 arithmetic modulo 2^32 (vpdpbusd wraps), as the reference's, so any overflow wraps alike.
+//
+// Direct path (any group, stride, dilation, pad). Each (image, group) is rewritten once into a
+// per-thread buffer: the padded input split into stride_h x stride_w phase planes (phase (a, b)
+// holds padded rows a, a + sh, ... and columns b, b + sw, ...), each plane a row-major grid of
+// dwords holding 4 consecutive channels of one position (a "channel quad"). In a phase plane of
+// width PW', output (y, x) at "virtual position" v = y * PW' + x reads tap (r, s) at v plus a
+// constant offset, for every stride; so 16 consecutive virtual positions are one 64-byte load per
+// (tap, channel quad), and no im2col is ever written. Columns x >= out_w of the virtual grid are
+// computed and dropped (compressed out at the store): PW' / out_w extra work (1.06 to 1.25 for
+// 3x3 convolutions on 32 to 8 wide maps). The register tile is 8 output channels x 48 positions
+// (24 zmm accumulators): per (tap, quad), 3 loads, 8 weight broadcasts and 24 vpdpbusd.
+// Not cache-blocked over channels: a tile streams all C/group * R * S of its inputs and
+// weights, which suits the small CNNs this targets (C <= ~256 per group).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/tensor.h"
+
+namespace qcc::cpu::internal {
+
+namespace {
+
+constexpr int64_t kMr = 8;     // output channels per register tile
+constexpr int64_t kMaxNv = 3;  // 16-position vectors per register tile
+constexpr int64_t kTileLanes = 16 * kMaxNv;
+
+int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+uint8_t PadByte(const QConvParams& p) { return static_cast<uint8_t>(p.pad_value) ^ 0x80; }
+
+/// A pointer `delta` bytes from `p`, possibly outside its array (masked loads skip those bytes).
+const int8_t* Offset(const int8_t* p, int64_t delta) {
+  return reinterpret_cast<const int8_t*>(reinterpret_cast<uintptr_t>(p) + delta);
+}
+
+struct DirectGeometry {
+  int64_t cg, kg, c4, k_blocks, taps, oh, ow;
+  int64_t phase_h, phase_w;  // rows and columns of a phase plane
+  int64_t v;                 // virtual positions of an image: (oh - 1) * phase_w + ow
+  int64_t plane;             // dwords per (phase, channel quad) plane, a multiple of 16
+  int64_t max_offset;        // the farthest tap from a position within a plane, in dwords
+  int64_t tiles, image_bytes;
+};
+
+DirectGeometry DirectGeometryOf(const QConvParams& p) {
+  DirectGeometry g;
+  g.cg = p.c / p.group;
+  g.kg = p.k / p.group;
+  g.c4 = CeilDiv(g.cg, 4);
+  g.k_blocks = CeilDiv(g.kg, kMr);
+  g.taps = p.r * p.s;
+  g.oh = p.out_h();
+  g.ow = p.out_w();
+  g.phase_h = CeilDiv(p.h + p.pad_top + p.pad_bottom, p.stride_h);
+  g.phase_w = CeilDiv(p.w + p.pad_left + p.pad_right, p.stride_w);
+  g.v = (g.oh - 1) * g.phase_w + g.ow;
+  g.max_offset =
+      (p.r - 1) * p.dilation_h / p.stride_h * g.phase_w + (p.s - 1) * p.dilation_w / p.stride_w;
+  // A tile reads up to 15 lanes past the last virtual position.
+  g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + 16 + g.max_offset), 16);
+  g.tiles = CeilDiv(g.v, kTileLanes);
+  g.image_bytes = p.stride_h * p.stride_w * g.c4 * g.plane * 4;
+  return g;
+}
+
+QCC_VNNI void FillDwords(uint32_t* dst, int64_t n, uint32_t value) {
+  const __m512i v = _mm512_set1_epi32(static_cast<int>(value));
+  for (int64_t i = 0; i < n; i += 16) {
+    _mm512_mask_storeu_epi32(dst + i, static_cast<__mmask16>(LowBits64(n - i)), v);
+  }
+}
+
+/// One phase-plane row of channel quads from input rows `rows` (null: channel past C/group),
+/// lane j reading column x_first + j * sw (pad outside [0, w)); sw <= 2. `idx` interleaves four
+/// 32-byte windows into quads: byte 4l + q = 32q + l * sw.
+QCC_VNNI void TransformRowVector(const int8_t* const rows[4], int64_t w, int64_t x_first,
+                                 int64_t sw, int64_t n, uint32_t pad_quad, const uint8_t* idx,
+                                 uint32_t* dst) {
+  const __m512i perm = _mm512_loadu_si512(idx);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i pad = _mm512_set1_epi32(static_cast<int>(pad_quad));
+  for (int64_t j0 = 0; j0 < n; j0 += 16) {
+    const int64_t x0 = j0 * sw + x_first;
+    const int64_t lane_lo = x0 >= 0 ? 0 : CeilDiv(-x0, sw);
+    const int64_t lane_hi = std::min<int64_t>(16, x0 >= w ? 0 : CeilDiv(w - x0, sw));
+    const __mmask16 lanes =
+        lane_hi > lane_lo ? static_cast<__mmask16>(LowBits64(lane_hi) & ~LowBits64(lane_lo)) : 0;
+    const __mmask16 store = static_cast<__mmask16>(LowBits64(n - j0));
+    if (lanes == 0) {
+      _mm512_mask_storeu_epi32(dst + j0, store, pad);
+      continue;
+    }
+    const int64_t t_lo = std::max<int64_t>(0, -x0), t_hi = std::min<int64_t>(32, w - x0);
+    const __mmask32 bytes = static_cast<__mmask32>(LowBits64(t_hi) & ~LowBits64(t_lo));
+    __m256i r[4];
+    for (int q = 0; q < 4; ++q) {
+      r[q] = rows[q] != nullptr ? _mm256_maskz_loadu_epi8(bytes, Offset(rows[q], x0))
+                                : _mm256_setzero_si256();
+    }
+    const __m512i lo = _mm512_maskz_inserti64x4(0xFF, _mm512_castsi256_si512(r[0]), r[1], 1);
+    const __m512i hi = _mm512_maskz_inserti64x4(0xFF, _mm512_castsi256_si512(r[2]), r[3], 1);
+    __m512i v = _mm512_xor_si512(_mm512_permutex2var_epi8(lo, perm, hi), flip);
+    v = _mm512_mask_blend_epi32(lanes, pad, v);
+    _mm512_mask_storeu_epi32(dst + j0, store, v);
+  }
+}
+
+/// TransformRowVector's result for any stride, one dword at a time.
+void TransformRowScalar(const int8_t* const rows[4], int64_t w, int64_t x_first, int64_t sw,
+                        int64_t n, uint32_t pad_quad, uint32_t* dst) {
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t col = x_first + j * sw;
+    if (col < 0 || col >= w) {
+      dst[j] = pad_quad;
+      continue;
+    }
+    uint32_t quad = 0;
+    for (int q = 0; q < 4; ++q) {
+      const uint32_t b = rows[q] != nullptr ? static_cast<uint8_t>(rows[q][col]) ^ 0x80u : 0x80u;
+      quad |= b << (8 * q);
+    }
+    dst[j] = quad;
+  }
+}
+
+/// Everything a piece of the direct path needs.
+struct DirectContext {
+  const QConvParams* p;
+  const PackedQConvWeights* w;
+  DirectGeometry g;
+  const int64_t* tap_offset;  // bytes from a tile's base to its (tap, quad 0) data
+  uint8_t* buffers;           // g.image_bytes per thread
+  alignas(64) uint8_t idx[64];
+};
+
+/// Rewrites channels [0, C/group) of `x` (one image's group) into phase planes of quads: in
+/// every plane, the dwords [lo, hi) (rows that hold them whole, and the padding past the last
+/// row when hi reaches it), what the tiles of one thread read.
+QCC_VNNI void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t* buf, int64_t lo,
+                             int64_t hi) {
+  const QConvParams& p = *ctx.p;
+  const DirectGeometry& g = ctx.g;
+  const uint32_t pad_quad = PadByte(p) * 0x01010101u;
+  const int64_t row_begin = lo / g.phase_w;
+  const int64_t row_end = std::min(g.phase_h, CeilDiv(hi, g.phase_w));
+  const bool tail = hi > g.phase_h * g.phase_w;
+  for (int64_t a = 0; a < p.stride_h; ++a) {
+    for (int64_t b = 0; b < p.stride_w; ++b) {
+      for (int64_t c4 = 0; c4 < g.c4; ++c4) {
+        uint32_t* plane = buf + ((a * p.stride_w + b) * g.c4 + c4) * g.plane;
+        for (int64_t i = row_begin; i < row_end; ++i) {
+          const int64_t y = i * p.stride_h + a - p.pad_top;
+          uint32_t* dst = plane + i * g.phase_w;
+          if (y < 0 || y >= p.h) {
+            FillDwords(dst, g.phase_w, pad_quad);
+            continue;
+          }
+          const int8_t* rows[4];
+          for (int q = 0; q < 4; ++q) {
+            const int64_t ch = c4 * 4 + q;
+            rows[q] = ch < g.cg ? x + (ch * p.h + y) * p.w : nullptr;
+          }
+          if (p.stride_w <= 2) {
+            TransformRowVector(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, pad_quad, ctx.idx,
+                               dst);
+          } else {
+            TransformRowScalar(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, pad_quad, dst);
+          }
+        }
+        if (tail) {
+          FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
+        }
+      }
+    }
+  }
+}
+
+/// Where and how a register tile's results go.
+struct TileOut {
+  int8_t* y;            // output channel 0 of the tile at its first valid position
+  int64_t y_stride;     // bytes between output channels
+  int64_t rows;         // output channels of the tile that exist (1..kMr)
+  const int32_t* init;  // kMr accumulator starts (bias + correction)
+  const float* multiplier;
+  uint64_t valid;  // the tile's lanes that are real outputs (compressed together when stored)
+  int64_t count;   // popcount(valid)
+  int32_t zp, lo, hi;
+};
+
+/// Requantizes one output channel's NV vectors and stores its valid lanes contiguously.
+template <int NV>
+QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* multiplier,
+                              int8_t* y, const TileOut& o) {
+  const __m512i zp = _mm512_set1_epi32(o.zp);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo - o.zp));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi - o.zp));
+  const __m512 m = _mm512_set1_ps(*multiplier);
+  __m512i bytes = _mm512_zextsi128_si512(RequantizeX16(v0, m, zp, lo, hi));
+  if (NV > 1) bytes = _mm512_inserti32x4(bytes, RequantizeX16(v1, m, zp, lo, hi), 1);
+  if (NV > 2) bytes = _mm512_inserti32x4(bytes, RequantizeX16(v2, m, zp, lo, hi), 2);
+  bytes = _mm512_maskz_compress_epi8(o.valid, bytes);
+  _mm512_mask_storeu_epi8(y, LowBits64(o.count), bytes);
+}
+
+// The tile's accumulators are named registers, c<row><vector> (an array of them is kept in
+// memory by GCC); rows past o.rows have zero weights and are computed but not stored.
+#define QCC_TILE_INIT(r)                          \
+  __m512i c##r##0 = _mm512_set1_epi32(o.init[r]); \
+  __m512i c##r##1 = c##r##0, c##r##2 = c##r##0;
+#define QCC_TILE_DP(r)                                           \
+  {                                                              \
+    const __m512i b = _mm512_set1_epi32(static_cast<int>(w[r])); \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, a0, b);               \
+    if (NV > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, a1, b);   \
+    if (NV > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, a2, b);   \
+  }
+#define QCC_TILE_STORE(r) \
+  if (r < o.rows)         \
+    StoreRow<NV>(c##r##0, c##r##1, c##r##2, o.multiplier + r, o.y + r * o.y_stride, o);
+
+/// kMr output channels x NV * 16 virtual positions: accumulate over every (tap, quad), then
+/// requantize and store the valid lanes. `w` is the block's packed weights [tap][quad][kMr].
+template <int NV>
+QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, const int64_t* tap_offset, int64_t taps,
+                       int64_t c4s, int64_t plane_bytes, const TileOut& o) {
+  QCC_TILE_INIT(0);
+  QCC_TILE_INIT(1);
+  QCC_TILE_INIT(2);
+  QCC_TILE_INIT(3);
+  QCC_TILE_INIT(4);
+  QCC_TILE_INIT(5);
+  QCC_TILE_INIT(6);
+  QCC_TILE_INIT(7);
+  for (int64_t t = 0; t < taps; ++t) {
+    const uint8_t* xt = x + tap_offset[t];
+    for (int64_t c = 0; c < c4s; ++c, xt += plane_bytes, w += kMr) {
+      const __m512i a0 = _mm512_loadu_si512(xt);
+      const __m512i a1 = NV > 1 ? _mm512_loadu_si512(xt + 64) : a0;
+      const __m512i a2 = NV > 2 ? _mm512_loadu_si512(xt + 128) : a0;
+      QCC_TILE_DP(0);
+      QCC_TILE_DP(1);
+      QCC_TILE_DP(2);
+      QCC_TILE_DP(3);
+      QCC_TILE_DP(4);
+      QCC_TILE_DP(5);
+      QCC_TILE_DP(6);
+      QCC_TILE_DP(7);
+    }
+  }
+  QCC_TILE_STORE(0);
+  QCC_TILE_STORE(1);
+  QCC_TILE_STORE(2);
+  QCC_TILE_STORE(3);
+  QCC_TILE_STORE(4);
+  QCC_TILE_STORE(5);
+  QCC_TILE_STORE(6);
+  QCC_TILE_STORE(7);
+}
+
+#undef QCC_TILE_INIT
+#undef QCC_TILE_DP
+#undef QCC_TILE_STORE
+
+using TileFn = void (*)(const uint32_t*, const uint8_t*, const int64_t*, int64_t, int64_t, int64_t,
+                        const TileOut&);
+constexpr TileFn kTiles[kMaxNv] = {ConvTile<1>, ConvTile<2>, ConvTile<3>};
+
+/// Units [begin, end) of the direct path: unit = (image * group + group index) * tiles + tile.
+QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, int thread) {
+  const QConvParams& p = *ctx.p;
+  const DirectGeometry& g = ctx.g;
+  uint32_t* buf = reinterpret_cast<uint32_t*>(ctx.buffers + thread * g.image_bytes);
+  const uint32_t* packed = reinterpret_cast<const uint32_t*>(ctx.w->packed.get());
+  const int64_t out_plane = g.oh * g.ow, block_dwords = g.taps * g.c4 * kMr;
+  int64_t loaded = -1;
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t image = u / g.tiles, tile = u % g.tiles;
+    const int64_t n = image / p.group, grp = image % p.group;
+    if (image != loaded) {
+      // Only the part of the image this thread's tiles of it read (all of it unless the image
+      // is split among threads, as at batch 1): from its first tile's first position to its
+      // last tile's last lane plus the farthest tap.
+      const int64_t last = std::min(end, (image + 1) * g.tiles) - 1 - image * g.tiles;
+      TransformImage(ctx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf, tile * kTileLanes,
+                     (last + 1) * kTileLanes + g.max_offset);
+      loaded = image;
+    }
+    const int64_t v0 = tile * kTileLanes, lanes = std::min(kTileLanes, g.v - v0);
+    uint64_t valid = 0;
+    for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
+      if (col < g.ow) valid |= uint64_t{1} << l;
+      if (++col == g.phase_w) col = 0;
+    }
+    if (valid == 0) continue;
+    TileOut o;
+    o.y_stride = out_plane;
+    o.valid = valid;
+    o.count = __builtin_popcountll(valid);
+    o.zp = p.zp_out;
+    o.lo = p.lo;
+    o.hi = p.hi;
+    const int64_t out0 = v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
+    const uint8_t* x = reinterpret_cast<const uint8_t*>(buf) + v0 * 4;
+    const int64_t nv = CeilDiv(lanes, 16);
+    for (int64_t kb = 0; kb < g.k_blocks; ++kb) {
+      const int64_t k0 = grp * g.kg + kb * kMr, mr = std::min(kMr, g.kg - kb * kMr);
+      int32_t init[kMr] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t r = 0; r < mr; ++r) {
+        init[r] = WrapAdd(p.bias != nullptr ? p.bias[k0 + r] : 0, ctx.w->correction[k0 + r]);
+      }
+      o.y = p.output + (n * p.k + k0) * out_plane + out0;
+      o.rows = mr;
+      o.init = init;
+      o.multiplier = p.multiplier + k0;
+      kTiles[nv - 1](packed + (grp * g.k_blocks + kb) * block_dwords, x, ctx.tap_offset, g.taps,
+                     g.c4, g.plane * 4, o);
+    }
+  }
+}
+
+QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint8_t* workspace) {
+  DirectContext ctx;
+  ctx.p = &p;
+  ctx.w = &w;
+  ctx.g = DirectGeometryOf(p);
+  const DirectGeometry& g = ctx.g;
+  int64_t* tap_offset = reinterpret_cast<int64_t*>(workspace);
+  for (int64_t r = 0; r < p.r; ++r) {
+    for (int64_t s = 0; s < p.s; ++s) {
+      const int64_t dy = r * p.dilation_h, dx = s * p.dilation_w;
+      const int64_t phase = dy % p.stride_h * p.stride_w + dx % p.stride_w;
+      tap_offset[r * p.s + s] =
+          (phase * g.c4 * g.plane + dy / p.stride_h * g.phase_w + dx / p.stride_w) * 4;
+    }
+  }
+  ctx.tap_offset = tap_offset;
+  ctx.buffers = workspace + RoundUp(g.taps * 8, 64);
+  for (int i = 0; i < 64; ++i) ctx.idx[i] = static_cast<uint8_t>(32 * (i % 4) + i / 4 * p.stride_w);
+  const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
+  NnParallelFor(
+      p.num_threads, p.n * p.group * g.tiles, cost,
+      [&ctx](int64_t begin, int64_t end, int thread) { DirectUnits(ctx, begin, end, thread); });
+}
+
+}  // namespace
+
+void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
+  const int64_t cg = p.c / p.group, kg = p.k / p.group;
+  if (QConvDepthwiseVnniFits(p)) {
+    PackQConvDepthwiseVnni(p, w);
+    return;
+  }
+  const int64_t c4 = CeilDiv(cg, 4), k_blocks = CeilDiv(kg, kMr);
+  w->packed = Tensor::AllocateStorage(p.group * k_blocks * p.r * p.s * c4 * kMr * 4);
+  uint8_t* dst = w->packed.get();
+  for (int64_t grp = 0; grp < p.group; ++grp) {
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+      for (int64_t tap = 0; tap < p.r * p.s; ++tap) {
+        for (int64_t q = 0; q < c4 * 4 * kMr; ++q) {
+          // Dword (quad q / 32, row q / 4 % 8), byte q % 4: channel quad * 4 + byte.
+          const int64_t k = kb * kMr + q / 4 % kMr, ch = q / (4 * kMr) * 4 + q % 4;
+          *dst++ =
+              k < kg && ch < cg
+                  ? static_cast<uint8_t>(p.weights[((grp * kg + k) * cg + ch) * p.r * p.s + tap])
+                  : 0;
+        }
+      }
+    }
+  }
+  w->layout = PackedQConvWeights::Layout::kVnniDirect;
+}
+
+int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w) {
+  const int64_t threads = std::max(1, p.num_threads);
+  if (w.layout == PackedQConvWeights::Layout::kVnniDepthwise) {
+    return 64 + threads * QConvDepthwiseVnniPlaneBytes(p);
+  }
+  const DirectGeometry g = DirectGeometryOf(p);
+  return 64 + RoundUp(g.taps * 8, 64) + threads * g.image_bytes;
+}
+
+QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void* workspace) {
+  // Align the caller's scratch to a cache line.
+  auto* ws = reinterpret_cast<uint8_t*>(RoundUp(reinterpret_cast<uintptr_t>(workspace), 64));
+  if (w.layout == PackedQConvWeights::Layout::kVnniDepthwise) {
+    QConvDepthwiseVnni(p, w, ws);
+  } else {
+    DirectConv(p, w, ws);
+  }
+}
+
+}  // namespace qcc::cpu::internal
