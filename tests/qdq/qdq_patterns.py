@@ -23,6 +23,9 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qdq_roundtrip import SKIPPED, ort_int8_is_exact  # noqa: E402
+
 RNG = np.random.default_rng(7)
 
 
@@ -263,6 +266,7 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     failures = []
+    waived = []  # comparisons with ORT where ORT's int8 kernels are not exact
     x = RNG.normal(0, 1, (16, 3, 8, 8)).astype(np.float32)
     cases = []
     for act in ("s8", "u8"):
@@ -300,8 +304,10 @@ def main():
         print(f"{name}: {summary}; vs ORT: max {diff.max():.2f} output steps, "
               f"{100 * exact:.1f}% of elements equal")
         if diff.max() > 1.01 or exact < 0.9:
-            failures.append(f"{name}: plan differs from ORT by up to {diff.max():.2f} steps, "
-                            f"{100 * exact:.1f}% equal")
+            what = f"{name}: plan differs from ORT by up to {diff.max():.2f} steps, " \
+                   f"{100 * exact:.1f}% equal"
+            # Without VNNI, ORT's own u8 x s8 kernels saturate: no reference (qdq_roundtrip.py).
+            (failures if ort_int8_is_exact() else waived).append(what)
     for name, model, mention in bad_models():
         path = os.path.join(args.work, name + ".onnx")
         plan = os.path.join(args.work, name + ".plan")
@@ -323,7 +329,14 @@ def main():
         failures.append("--calib on a QDQ model is not a clean error")
     for f in failures:
         print("FAILED:", f)
-    return 1 if failures else 0
+    if failures:
+        return 1
+    if waived:
+        # The refusals above were checked; only the comparisons with ORT are left unjudged.
+        for w in waived:
+            print("skipped (this CPU has no VNNI, where ORT's u8 x s8 kernels saturate):", w)
+        return SKIPPED
+    return 0
 
 
 if __name__ == "__main__":

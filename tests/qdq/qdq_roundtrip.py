@@ -28,6 +28,37 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ort_side  # noqa: E402
 
 
+# ctest's SKIP_RETURN_CODE for the qdq tests (tests/CMakeLists.txt).
+SKIPPED = 77
+
+
+def ort_int8_is_exact():
+    """False on an x86 CPU without VNNI (no avx512_vnni, no avx_vnni): there ONNX Runtime's int8
+    convolutions and GEMMs multiply u8 by s8 with vpmaddubsw, whose 16-bit pair sums saturate, so
+    ORT's int8 outputs are not the exact integer arithmetic these tests compare qcc against
+    (ORT's documentation of quantization names the saturation on AVX2 and non-VNNI AVX-512)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), None)
+    except OSError:
+        return True
+    if flags is None or "avx2" not in flags:
+        return True  # not an x86 CPU with these kernels
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+def skip_if_ort_saturates(tag, sqnr_plan, sqnr_ort):
+    """Missing a bar against ORT counts as a skip, not a failure, only where ORT's int8 kernels
+    saturate (ort_int8_is_exact) and ORT is the one further from fp32; otherwise None."""
+    if ort_int8_is_exact() or not sqnr_ort < sqnr_plan:
+        return None
+    print(f"{tag}: skipped: this CPU has no VNNI, where ONNX Runtime's u8 x s8 kernels saturate; "
+          f"ORT is {sqnr_plan - sqnr_ort:.2f} dB further from fp32 than qcc, so it is no "
+          f"reference here (the bar holds on CPUs with VNNI)")
+    return SKIPPED
+
+
 def run(cmd):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -172,6 +203,9 @@ def main():
           f"{(margins.max() if len(margins) else 0) * 100:.2f}% of the output range")
     ok = agreement >= args.min_agreement and gap <= args.max_sqnr_gap
     if not ok:
+        skipped = skip_if_ort_saturates(tag, sqnr_plan, sqnr_ort)
+        if skipped is not None:
+            return skipped
         print(f"qdq_roundtrip: {tag} misses the bar (agreement >= {args.min_agreement}%, SQNR gap "
               f"<= {args.max_sqnr_gap} dB)")
     return 0 if ok else 1
