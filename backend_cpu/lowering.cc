@@ -150,30 +150,42 @@ absl::StatusOr<int32_t> Lowering::F32(const ir::Value* v, const ir::Node& user) 
     f32_[v] = out;
     return out;
   }
-  auto it = i8_.find(v);
-  if (it == i8_.end()) {
+  // The Dequantize of an int8 tensor, where the first float step reads it.
+  const ir::Node* dq = v->producer();
+  if (dq == nullptr || dq->kind() != OpKind::kDequantize) {
     return absl::InternalError(
         absl::StrCat("node '", user.name(), "': input '", v->name(), "' was not lowered"));
   }
+  const ir::Value* q = dq->input(0);
+  QCC_ASSIGN_OR_RETURN(const int32_t in, I8(q, user));
   QCC_ASSIGN_OR_RETURN(const int32_t out, Output(v, DType::kFloat32));
-  const passes::QuantParams& q = d_.params.at(v);
-  Emit(StepKind::kDequantize, user, {it->second}, out,
-       WithParams(runtime::QuantizeParams{q.scale, q.zero_point}));
+  EmitDequantize(user.name(), q, in, out);
   f32_[v] = out;
   return out;
 }
 
 absl::StatusOr<int32_t> Lowering::I8(const ir::Value* v, const ir::Node& user) {
   if (auto it = i8_.find(v); it != i8_.end()) return it->second;
-  QCC_ASSIGN_OR_RETURN(const int32_t in, F32(v, user));
+  // The Quantize of a float tensor, where the first int8 step reads it.
+  const ir::Node* q = v->producer();
+  if (q == nullptr || q->kind() != OpKind::kQuantize || v->quant() == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("node '", user.name(), "': int8 input '", v->name(), "' was not lowered"));
+  }
+  QCC_ASSIGN_OR_RETURN(const int32_t in, F32(q->input(0), user));
   QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
-  const int32_t out = NewBuffer(DType::kInt8, dims, BufferKind::kArena, v->name() + ":int8");
+  const int32_t out = NewBuffer(DType::kInt8, dims, BufferKind::kArena, v->name());
   RecordParams(v);
-  const passes::QuantParams& q = d_.params.at(v);
   Emit(StepKind::kQuantize, user, {in}, out,
-       WithParams(runtime::QuantizeParams{q.scale, q.zero_point}));
+       WithParams(runtime::QuantizeParams{v->quant()->scale, v->quant()->zero_point}));
   i8_[v] = out;
   return out;
+}
+
+void Lowering::EmitDequantize(const std::string& name, const ir::Value* q, int32_t in,
+                              int32_t out) {
+  Emit(StepKind::kDequantize, name, {in}, out,
+       WithParams(runtime::QuantizeParams{q->quant()->scale, q->quant()->zero_point}));
 }
 
 absl::StatusOr<int32_t> Lowering::Output(const ir::Value* v, DType dtype) {
@@ -182,8 +194,7 @@ absl::StatusOr<int32_t> Lowering::Output(const ir::Value* v, DType dtype) {
   }
   if (dtype == DType::kInt8) RecordParams(v);
   QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*v));
-  return NewBuffer(dtype, dims, BufferKind::kArena,
-                   dtype == DType::kInt8 ? v->name() + ":int8" : v->name());
+  return NewBuffer(dtype, dims, BufferKind::kArena, v->name());
 }
 
 absl::Status Lowering::LowerInt8(const ir::Node& node) {
@@ -193,58 +204,70 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
   if (ir::Int8FormOf(node.kind()) == ir::Int8Form::kMovement) {
     return LowerMovement(node, /*int8=*/true);
   }
-  if (auto fr = d_.float_result.find(&node); fr != d_.float_result.end()) {
-    // The fp32 result (and the folded bias Add's output when there is one).
-    const ir::Value* result = fr->second != nullptr ? fr->second->output(0) : y;
+  // The int8 weights, bias and multipliers of a QConv or QGemm (constants of the quantized
+  // graph), named after the node as plan weights.
+  auto weights =
+      [&](std::initializer_list<const char*> suffixes) -> absl::StatusOr<std::vector<int32_t>> {
+    std::vector<int32_t> ins;
+    int i = 1;
+    for (const char* suffix : suffixes) {
+      const ir::Value* c = node.input(i++);
+      if (c == nullptr) break;
+      if (c->constant() == nullptr) {
+        return absl::InternalError(
+            absl::StrCat("node '", node.name(), "': input '", c->name(), "' is not a constant"));
+      }
+      ins.push_back(Weight(node.name() + suffix, *c->constant()));
+    }
+    return ins;
+  };
+  if (node.kind() == OpKind::kQGemm && node.attrs<ir::QGemmAttrs>().float_result) {
+    // The fp32 result (with the bias Add folded in when there was one).
     QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
-    const passes::QuantizedWeights& w = d_.weights.at(&node);
-    QCC_ASSIGN_OR_RETURN(const int32_t out, Output(result, DType::kFloat32));
-    std::vector<int32_t> ins = {in, Weight(node.name() + ":w", w.weights),
-                                Weight(node.name() + ":bias", w.bias),
-                                Weight(node.name() + ":scale", w.multiplier)};
-    if (w.float_bias.defined()) ins.push_back(Weight(node.name() + ":fbias", w.float_bias));
+    QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, DType::kFloat32));
+    QCC_ASSIGN_OR_RETURN(std::vector<int32_t> w, weights({":w", ":bias", ":scale", ":fbias"}));
+    std::vector<int32_t> ins = {in};
+    ins.insert(ins.end(), w.begin(), w.end());
     Emit(StepKind::kQGemm, node, std::move(ins), out, WithParams(runtime::QGemmStepParams{}));
-    FinishFloat(result, out, node);
+    FinishFloat(y, out, node);
     return absl::OkStatus();
   }
-  const passes::QuantParams& qy = d_.params.at(y);
+  if (y->quant() == nullptr) {
+    return absl::InternalError(absl::StrCat("node '", node.name(), "': int8 output '", y->name(),
+                                            "' has no quantization parameters"));
+  }
+  const passes::QuantParams& qy = *y->quant();
   QCC_ASSIGN_OR_RETURN(const int32_t out, Output(y, DType::kInt8));
   i8_[y] = out;
   switch (node.kind()) {
-    case OpKind::kConv: {
+    case OpKind::kQConv: {
       QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
-      const passes::QuantizedWeights& w = d_.weights.at(&node);
+      QCC_ASSIGN_OR_RETURN(std::vector<int32_t> w, weights({":w", ":bias", ":multiplier"}));
       const auto& a = node.attrs<ir::ConvAttrs>();
       runtime::QConvStepParams p;
       p.geometry = Geometry(node);
-      p.pad_value = d_.params.at(x).zero_point;
+      p.pad_value = x->quant()->zero_point;
       p.zp_out = qy.zero_point;
       std::tie(p.lo, p.hi) = Clamp(a, qy);
-      Emit(StepKind::kQConv, node,
-           {in, Weight(node.name() + ":w", w.weights), Weight(node.name() + ":bias", w.bias),
-            Weight(node.name() + ":multiplier", w.multiplier)},
-           out, WithParams(p));
+      w.insert(w.begin(), in);
+      Emit(StepKind::kQConv, node, std::move(w), out, WithParams(p));
       return absl::OkStatus();
     }
-    case OpKind::kGemm:
-    case OpKind::kMatMul: {
+    case OpKind::kQGemm: {
       QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
-      const passes::QuantizedWeights& w = d_.weights.at(&node);
+      QCC_ASSIGN_OR_RETURN(std::vector<int32_t> w, weights({":w", ":bias", ":multiplier"}));
       runtime::QGemmStepParams p;
       p.zp_out = qy.zero_point;
-      if (node.kind() == OpKind::kGemm)
-        std::tie(p.lo, p.hi) = Clamp(node.attrs<ir::GemmAttrs>(), qy);
-      Emit(StepKind::kQGemm, node,
-           {in, Weight(node.name() + ":w", w.weights), Weight(node.name() + ":bias", w.bias),
-            Weight(node.name() + ":multiplier", w.multiplier)},
-           out, WithParams(p));
+      std::tie(p.lo, p.hi) = Clamp(node.attrs<ir::QGemmAttrs>(), qy);
+      w.insert(w.begin(), in);
+      Emit(StepKind::kQGemm, node, std::move(w), out, WithParams(p));
       return absl::OkStatus();
     }
     case OpKind::kAdd: {
       QCC_ASSIGN_OR_RETURN(const int32_t a, I8(node.input(0), node));
       QCC_ASSIGN_OR_RETURN(const int32_t b, I8(node.input(1), node));
-      const passes::QuantParams& qa = d_.params.at(node.input(0));
-      const passes::QuantParams& qb = d_.params.at(node.input(1));
+      const passes::QuantParams& qa = *node.input(0)->quant();
+      const passes::QuantParams& qb = *node.input(1)->quant();
       runtime::QAddStepParams p;
       p.mult_a = RescaleMultiplier(qa.scale, qy.scale);
       p.mult_b = RescaleMultiplier(qb.scale, qy.scale);
@@ -263,7 +286,7 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
     case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool: {
       QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
-      const passes::QuantParams& qx = d_.params.at(x);
+      const passes::QuantParams& qx = *x->quant();
       runtime::QAveragePoolStepParams p;
       if (node.kind() == OpKind::kAveragePool) {
         p.pool = Pool(node);
@@ -286,22 +309,20 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
       for (const ir::Value* v : node.inputs()) {
         QCC_ASSIGN_OR_RETURN(const int32_t b, I8(v, node));
         ins.push_back(b);
-        const passes::QuantParams& q = d_.params.at(v);
-        p.multipliers.push_back(RescaleMultiplier(q.scale, qy.scale));
-        p.zp_in.push_back(q.zero_point);
+        p.multipliers.push_back(RescaleMultiplier(v->quant()->scale, qy.scale));
+        p.zp_in.push_back(v->quant()->zero_point);
       }
       Emit(StepKind::kQConcat, node, ins, out, WithParams(p));
       return absl::OkStatus();
     }
-    default: {
-      auto lut = d_.luts.find(&node);
-      if (lut == d_.luts.end()) break;
+    case OpKind::kQLut: {
       QCC_ASSIGN_OR_RETURN(const int32_t in, I8(x, node));
-      Tensor table = Tensor::FromVector<int8_t>(DType::kInt8, {256}, lut->second);
-      Emit(StepKind::kQLut, node, {in, Weight(node.name() + ":lut", table)}, out,
-           WithParams(runtime::NoStepParams{}));
+      QCC_ASSIGN_OR_RETURN(std::vector<int32_t> table, weights({":lut"}));
+      Emit(StepKind::kQLut, node, {in, table[0]}, out, WithParams(runtime::NoStepParams{}));
       return absl::OkStatus();
     }
+    default:
+      break;
   }
   return absl::InternalError(absl::StrCat("node '", node.name(), "': no int8 lowering"));
 }
@@ -552,36 +573,48 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
       }
       continue;
     }
-    if (d_.folded_bias.contains(node.get())) continue;  // computed by its int8 MatMul's step
-    if (auto dyn = d_.dynamic.find(node.get()); dyn != d_.dynamic.end()) {
+    if (node->kind() == OpKind::kQuantize) continue;  // where an int8 step first reads it (I8)
+    if (node->kind() == OpKind::kDequantize) {
+      // Where a float step first reads it (F32); a graph output's right after its producer,
+      // into the output buffer (an fp16 one through an fp32 buffer and a Cast).
+      const ir::Value* v = node->output(0);
+      const ir::Value* q = node->input(0);
+      const ir::Node& producer = q->producer() != nullptr ? *q->producer() : *node;
+      if (auto f16 = f16_outputs_.find(v); f16 != f16_outputs_.end()) {
+        QCC_ASSIGN_OR_RETURN(const int32_t f, F32(v, producer));
+        Emit(StepKind::kCast, producer, {f}, f16->second, WithParams(runtime::NoStepParams{}));
+        continue;
+      }
+      auto out = graph_outputs_.find(v);
+      if (out == graph_outputs_.end() || f32_.contains(v)) continue;
+      QCC_ASSIGN_OR_RETURN(const int32_t in, I8(q, producer));
+      EmitDequantize(producer.name(), q, in, out->second);
+      f32_[v] = out->second;
+      continue;
+    }
+    if (node->kind() == OpKind::kDynamicQGemm) {
       // Dynamic quantization: X quantized per run, int8 GEMM, fp32 result (bias folded in).
-      const passes::QuantizedWeights& w = dyn->second;
-      const ir::Node* bias_add = d_.dynamic_bias_add.at(node.get());
-      const ir::Value* result = bias_add != nullptr ? bias_add->output(0) : node->output(0);
+      const ir::Value* result = node->output(0);
       QCC_ASSIGN_OR_RETURN(const int32_t x, F32(node->input(0), *node));
       QCC_ASSIGN_OR_RETURN(const int32_t out, Output(result, DType::kFloat32));
-      Tensor scales(DType::kFloat32, {static_cast<int64_t>(w.weight_scales.size())});
-      std::copy(w.weight_scales.begin(), w.weight_scales.end(), scales.data<float>());
-      std::vector<int32_t> ins = {x, Weight(node->name() + ":w", w.weights),
-                                  Weight(node->name() + ":w_scale", scales)};
-      if (w.float_bias.defined()) ins.push_back(Weight(node->name() + ":fbias", w.float_bias));
+      std::vector<int32_t> ins = {x};
+      const char* suffixes[] = {"", ":w", ":w_scale", ":fbias"};
+      for (int i = 1; i < node->num_inputs(); ++i) {
+        const Tensor* c = node->input(i) != nullptr ? node->input(i)->constant() : nullptr;
+        if (c == nullptr) {
+          return absl::InternalError(
+              absl::StrCat("node '", node->name(), "': input ", i, " is not a constant"));
+        }
+        ins.push_back(Weight(node->name() + suffixes[i], *c));
+      }
       Emit(StepKind::kDynamicQGemm, *node, std::move(ins), out,
            WithParams(runtime::NoStepParams{}));
       FinishFloat(result, out, *node);
     } else {
-      QCC_RETURN_IF_ERROR(d_.runs_int8(node.get()) ? LowerInt8(*node) : LowerFloat(*node));
+      QCC_RETURN_IF_ERROR(RunsInt8(*node) ? LowerInt8(*node) : LowerFloat(*node));
     }
-    // The values this node's step(s) wrote: its outputs, and the output of a bias Add folded
-    // into it (an int8 MatMul's fp32 result).
-    std::vector<const ir::Value*> written(node->outputs().begin(), node->outputs().end());
-    for (const auto* folded : {&d_.float_result, &d_.dynamic_bias_add}) {
-      if (auto it = folded->find(node.get()); it != folded->end() && it->second != nullptr) {
-        written.push_back(it->second->output(0));
-      }
-    }
-    // A graph output produced in int8 is dequantized into its output buffer right away; an
-    // fp16 one is cast into it.
-    for (const ir::Value* v : written) {
+    // An fp16 graph output is cast into its output buffer right after its step.
+    for (const ir::Value* v : node->outputs()) {
       if (auto f16 = f16_outputs_.find(v); f16 != f16_outputs_.end()) {
         QCC_ASSIGN_OR_RETURN(const int32_t f, F32(v, *node));
         Emit(StepKind::kCast, *node, {f}, f16->second, WithParams(runtime::NoStepParams{}));
@@ -592,12 +625,7 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
       if (auto h = f16_.find(v); h != f16_.end()) {
         Emit(StepKind::kCast, *node, {h->second}, out->second, WithParams(runtime::NoStepParams{}));
         f32_[v] = out->second;
-        continue;
       }
-      const passes::QuantParams& q = d_.params.at(v);
-      Emit(StepKind::kDequantize, *node, {i8_.at(v)}, out->second,
-           WithParams(runtime::QuantizeParams{q.scale, q.zero_point}));
-      f32_[v] = out->second;
     }
   }
   if (options_.fuse_steps) FuseSteps();
@@ -608,14 +636,12 @@ absl::StatusOr<runtime::Plan> Lowering::Run() {
 
 }  // namespace lowering_internal
 
-absl::StatusOr<runtime::Plan> LowerToCpuPlan(const ir::Graph& graph,
-                                             const passes::QuantDecision& decision,
-                                             const LowerOptions& options) {
+absl::StatusOr<runtime::Plan> LowerToCpuPlan(const ir::Graph& graph, const LowerOptions& options) {
   if (options.batch_min < 1 || options.batch_max < options.batch_min) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch range ", options.batch_min, ":", options.batch_max, " is empty"));
   }
-  return lowering_internal::Lowering(graph, decision, options).Run();
+  return lowering_internal::Lowering(graph, options).Run();
 }
 
 }  // namespace qcc::cpu

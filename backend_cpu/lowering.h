@@ -8,7 +8,6 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
-#include "passes/quantize.h"
 #include "runtime/plan.h"
 
 namespace qcc::cpu {
@@ -29,13 +28,12 @@ struct LowerOptions {
   bool fuse_steps = true;
 };
 
-/// The plan of `graph` (after passes::DefaultPipeline, shapes inferred). Nodes in
-/// decision.int8 become int8 steps; the rest run in fp32. Unimplemented naming the node for an
-/// op no step implements yet; InvalidArgument for extents other than the batch that are not
-/// known.
-absl::StatusOr<runtime::Plan> LowerToCpuPlan(const ir::Graph& graph,
-                                             const passes::QuantDecision& decision,
-                                             const LowerOptions& options);
+/// The plan of `graph`: a fused graph (after passes::DefaultPipeline, shapes inferred), whose
+/// nodes run in fp32 (fp16 storage for LowerOptions::fp16), or an int8 compile's quantized graph
+/// (passes::RealizeInt8), whose int8 ops become int8 steps and whose Quantize and Dequantize
+/// become steps where a step first reads their output. Unimplemented naming the node for an op
+/// no step implements yet; InvalidArgument for extents other than the batch that are not known.
+absl::StatusOr<runtime::Plan> LowerToCpuPlan(const ir::Graph& graph, const LowerOptions& options);
 
 }  // namespace qcc::cpu
 

@@ -97,8 +97,7 @@ absl::Status Lowering::LowerMovement(const ir::Node& node, bool int8) {
       if (int8) {
         // The output shares the input's parameters: the fill is the value on that grid (0 is
         // the zero point exactly; another value is rounded and saturated like any input).
-        const passes::QuantParams& q = d_.params.at(x);
-        p.int_value = QuantizeValue(p.value, q.scale, q.zero_point);
+        p.int_value = QuantizeValue(p.value, x->quant()->scale, x->quant()->zero_point);
       }
       Emit(StepKind::kPad, node, {in}, out, WithParams(p));
       return absl::OkStatus();
@@ -239,7 +238,7 @@ absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
         QCC_ASSIGN_OR_RETURN(const int32_t b, F32(node.input(i), node));
         ins.push_back(b);
       }
-      const bool int8 = d_.int8_attention.contains(&node);
+      const bool int8 = a.qcc_int8 != 0;
       return emit(int8 ? StepKind::kQAttention : StepKind::kAttention, std::move(ins),
                   WithParams(runtime::AttentionStepParams{a.q_num_heads, a.kv_num_heads, a.scale}));
     }

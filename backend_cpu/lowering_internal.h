@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "backend_cpu/lowering.h"
 #include "ir/symbolic_values.h"
+#include "passes/realize_int8.h"
 #include "runtime/steps.h"
 #include "support/quantize.h"
 #include "support/status.h"
@@ -71,9 +72,8 @@ runtime::PoolStepParams Pool(const ir::Node& node);
 
 class Lowering {
  public:
-  Lowering(const ir::Graph& graph, const passes::QuantDecision& decision,
-           const LowerOptions& options)
-      : graph_(graph), d_(decision), options_(options) {}
+  Lowering(const ir::Graph& graph, const LowerOptions& options)
+      : graph_(graph), options_(options) {}
 
   absl::StatusOr<runtime::Plan> Run();
 
@@ -111,26 +111,39 @@ class Lowering {
     runtime::EncodeParams(params, &s);
     return s;
   }
-  /// The fp32 buffer of `v` (a weight for constants; a Dequantize when only int8 exists).
+  /// The fp32 buffer of `v` (a weight for constants; the step of the qcc.Dequantize that gives
+  /// `v`, named after `user`, when `user` is the first step to read it).
   absl::StatusOr<int32_t> F32(const ir::Value* v, const ir::Node& user);
-  /// The int8 buffer of `v` (a Quantize when only fp32 exists).
+  /// The buffer of the int8 value `v` (the step of the qcc.Quantize that gives `v`, named after
+  /// `user`, when `user` is the first step to read it).
   absl::StatusOr<int32_t> I8(const ir::Value* v, const ir::Node& user);
+  /// A Dequantize step named `name` from buffer `in` of the int8 value `q` to buffer `out`.
+  void EmitDequantize(const std::string& name, const ir::Value* q, int32_t in, int32_t out);
+  /// Whether `node` of the quantized graph (passes/realize_int8.h) is an int8 step: QConv, QGemm
+  /// and QLut, and the ops whose output is an int8 tensor (Add, pools, Concat, data movement).
+  static bool RunsInt8(const ir::Node& node) {
+    return node.kind() == OpKind::kQConv || node.kind() == OpKind::kQGemm ||
+           node.kind() == OpKind::kQLut ||
+           (node.num_outputs() > 0 && node.output(0)->quant() != nullptr);
+  }
   /// The buffer of an integer (i64, i32, bool) tensor: a plan input, a weight for constants, or
   /// what a movement step wrote.
   absl::StatusOr<int32_t> Int(const ir::Value* v, const ir::Node& user);
   /// A new buffer for output `v` of a step: the graph output buffer for fp32 graph outputs.
   absl::StatusOr<int32_t> Output(const ir::Value* v, DType dtype);
-  /// Notes an int8 tensor's scale and zero point in the plan's metadata ("quant:<tensor>" ->
-  /// "<scale> <zero point>"), so reports can dequantize intermediate buffers; and, for a tensor
-  /// quantized only where its consumers are not constant, that interval ("saturates:<tensor>" ->
-  /// "<lo> <hi>", either may be inf), which reports clamp the fp32 reference to.
+  /// Notes the int8 value `v`'s scale and zero point in the plan's metadata ("quant:<tensor>"
+  /// -> "<scale> <zero point>", the fused graph's tensor name), so reports can dequantize
+  /// intermediate buffers; and, for a tensor quantized only where its consumers are not
+  /// constant, that interval ("saturates:<tensor>" -> "<lo> <hi>", either may be inf), which
+  /// reports clamp the fp32 reference to.
   void RecordParams(const ir::Value* v) {
-    const passes::QuantParams& q = d_.params.at(v);
-    plan_.metadata[absl::StrCat("quant:", v->name())] =
-        absl::StrFormat("%.9g %d", q.scale, q.zero_point);
-    if (auto it = d_.saturation.find(v); it != d_.saturation.end()) {
-      plan_.metadata[absl::StrCat("saturates:", v->name())] =
-          absl::StrFormat("%.9g %.9g", it->second.first, it->second.second);
+    if (v->quant() == nullptr) return;  // the verifier's rules rule it out
+    const std::string tensor = passes::FloatTensorName(*v);
+    plan_.metadata[absl::StrCat("quant:", tensor)] =
+        absl::StrFormat("%.9g %d", v->quant()->scale, v->quant()->zero_point);
+    if (const std::pair<float, float>* s = v->saturation()) {
+      plan_.metadata[absl::StrCat("saturates:", tensor)] =
+          absl::StrFormat("%.9g %.9g", s->first, s->second);
     }
   }
   /// The f16 buffer of `v` (fp16 plans): a Cast of its fp32 buffer when there is none yet.
@@ -187,7 +200,6 @@ class Lowering {
   absl::StatusOr<runtime::ResizeStepParams> ResizeParams(const ir::Node& node) const;
 
   const ir::Graph& graph_;
-  const passes::QuantDecision& d_;
   LowerOptions options_;
   ir::SymbolicValues symbolic_;
   /// The graph inputs' leading symbolic extent (the plan's batch), or kUnknownDim.

@@ -214,11 +214,10 @@ absl::Status RecordCudaKernelChoices(Plan& plan) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Plan> LowerToCudaPlan(const ir::Graph& graph, const passes::QuantDecision& decision,
-                                     const cpu::LowerOptions& options) {
+absl::StatusOr<Plan> LowerToCudaPlan(const ir::Graph& graph, const cpu::LowerOptions& options) {
   cpu::LowerOptions cpu_options = options;
   cpu_options.fuse_steps = false;  // no CUDA kernels for the fused forms
-  QCC_ASSIGN_OR_RETURN(Plan plan, cpu::LowerToCpuPlan(graph, decision, cpu_options));
+  QCC_ASSIGN_OR_RETURN(Plan plan, cpu::LowerToCpuPlan(graph, cpu_options));
   QCC_RETURN_IF_ERROR(RecordCudaKernelChoices(plan));
   return plan;
 }

@@ -16,7 +16,6 @@
 #include "absl/strings/string_view.h"
 #include "backend_cpu/lowering.h"
 #include "ir/graph.h"
-#include "passes/quantize.h"
 #include "runtime/plan.h"
 
 namespace qcc::cuda {
@@ -48,7 +47,6 @@ absl::Status RecordCudaKernelChoices(runtime::Plan& plan);
 
 /// LowerToCpuPlan, then RecordCudaKernelChoices.
 absl::StatusOr<runtime::Plan> LowerToCudaPlan(const ir::Graph& graph,
-                                              const passes::QuantDecision& decision,
                                               const cpu::LowerOptions& options);
 
 }  // namespace qcc::cuda

@@ -8,6 +8,7 @@
 #include "backend_cuda/lowering.h"
 #include "ir/fingerprint.h"
 #include "passes/passes.h"
+#include "passes/realize_int8.h"
 #include "support/status.h"
 
 namespace qcc::builder {
@@ -128,9 +129,15 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
   lower.batch_min = batch_min;
   lower.batch_max = batch_max;
   lower.fp16 = options.precision == Precision::kFp16;
+  // An int8 compile lowers its quantized graph: the decision written into the IR.
+  std::unique_ptr<ir::Graph> quantized;
+  if (int8) {
+    QCC_ASSIGN_OR_RETURN(quantized, passes::RealizeInt8(*graph, r.decision));
+  }
+  const ir::Graph& lowered = int8 ? *quantized : *graph;
   QCC_ASSIGN_OR_RETURN(r.plan, options.target == Target::kCuda
-                                   ? cuda::LowerToCudaPlan(*graph, r.decision, lower)
-                                   : cpu::LowerToCpuPlan(*graph, r.decision, lower));
+                                   ? cuda::LowerToCudaPlan(lowered, lower)
+                                   : cpu::LowerToCpuPlan(lowered, lower));
 
   std::map<std::string, std::string>& meta = r.plan.metadata;
   meta["fingerprint"] = fingerprint;

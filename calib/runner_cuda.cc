@@ -28,7 +28,7 @@ absl::StatusOr<CalibrationRun> RunCalibrationCuda(const ir::Graph& graph, Datase
   cpu::LowerOptions lower;
   lower.batch_min = 1;
   lower.batch_max = batch;
-  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(graph, passes::QuantDecision{}, lower);
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(graph, lower);
   if (!plan.ok()) {
     // A dynamic extent other than the batch: qcc calibrate --shape fixes it, as for compile.
     const bool extents = absl::StrContains(plan.status().message(), "dynamic extent");

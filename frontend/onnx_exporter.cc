@@ -171,6 +171,12 @@ class Exporter {
                        "' is a qcc.Attention, which has no ONNX form here; export the graph before "
                        "fuse-attention runs (passes::OnnxFormPipeline)"));
     }
+    if (absl::StartsWith(ir::OpName(node.kind()), "qcc.")) {
+      // The quantized graph's ops (passes/realize_int8.h): its QDQ form is passes::InsertQdq's.
+      return absl::UnimplementedError(absl::StrCat(
+          "node '", node.name(), "' is a ", ir::OpName(node.kind()),
+          ", which has no ONNX form; export the fused graph with passes::InsertQdq instead"));
+    }
     if ((node.kind() == ir::OpKind::kSoftmax || node.kind() == ir::OpKind::kLogSoftmax ||
          node.kind() == ir::OpKind::kHardmax) &&
         node.attrs<ir::SoftmaxAttrs>().coerce_2d != 0) {

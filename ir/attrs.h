@@ -156,8 +156,11 @@ struct AttentionAttrs {
   int64_t q_num_heads = 0;
   int64_t kv_num_heads = 0;
   float scale = 1.0f;
-  QCC_ATTR_FIELDS(v("q_num_heads", q_num_heads); v("kv_num_heads", kv_num_heads);
-                  v("scale", scale);)
+  /// Set in an int8 compile's quantized graph (passes/realize_int8.h): the two products run in
+  /// int8, Q and K quantized per row and V per column at run time (kernels/cpu/attention.h).
+  int64_t qcc_int8 = 0;
+  QCC_ATTR_FIELDS(v("q_num_heads", q_num_heads); v("kv_num_heads", kv_num_heads); v("scale", scale);
+                  v("qcc_int8", qcc_int8);)
 };
 
 struct GemmAttrs {
@@ -168,6 +171,13 @@ struct GemmAttrs {
   QCC_FUSED_ACTIVATION_FIELDS
   QCC_ATTR_FIELDS(v("alpha", alpha); v("beta", beta); v("transA", transA); v("transB", transB);
                   QCC_VISIT_FUSED_ACTIVATION)
+};
+
+/// qcc.QGemm: the fused activation of its Gemm, and whether its result is fp32 (see ops.def).
+struct QGemmAttrs {
+  int64_t float_result = 0;
+  QCC_FUSED_ACTIVATION_FIELDS
+  QCC_ATTR_FIELDS(v("float_result", float_result); QCC_VISIT_FUSED_ACTIVATION)
 };
 
 /// Add: numpy-broadcast sum, optionally with a fused activation (residual Add + Relu).
@@ -377,7 +387,7 @@ using Attrs =
                  IsInfAttrs, ModAttrs, SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs,
                  ReshapeAttrs, TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs,
                  CastAttrs, ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs,
-                 QuantizeLinearAttrs, DequantizeLinearAttrs>;
+                 QuantizeLinearAttrs, DequantizeLinearAttrs, QGemmAttrs>;
 
 }  // namespace qcc::ir
 

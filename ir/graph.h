@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -45,6 +46,17 @@ class Value {
   bool is_graph_input() const { return is_graph_input_; }
   const std::vector<Use>& uses() const { return uses_; }
 
+  /// An int8 tensor's quantization parameters (null for every other tensor).
+  const QuantParams* quant() const { return quant_ ? &*quant_ : nullptr; }
+  void set_quant(QuantParams q) { quant_ = q; }
+  /// The interval [lo, hi] (either may be infinite) an int8 tensor's float values were clamped
+  /// to before quantizing because its consumers are constant outside it
+  /// (passes::SaturationInterval); null when not clamped.
+  const std::pair<float, float>* saturation() const {
+    return saturation_ ? &*saturation_ : nullptr;
+  }
+  void set_saturation(std::pair<float, float> s) { saturation_ = s; }
+
  private:
   friend class Graph;
   friend class Node;
@@ -55,6 +67,8 @@ class Value {
   std::optional<Tensor> constant_;
   bool is_graph_input_ = false;
   std::vector<Use> uses_;
+  std::optional<QuantParams> quant_;
+  std::optional<std::pair<float, float>> saturation_;
 };
 
 /// An operation. Owned by its Graph; inputs may be nullptr for omitted optional inputs.

@@ -75,21 +75,38 @@ std::string AttrsToString(const Node& node) {
   return absl::StrJoin(changed, ", ");
 }
 
+namespace {
+
+/// A value's type, and an int8 tensor's quantization: "i8[N,16] q(0.0235, 0)", with
+/// " clamped [lo, hi]" when its float values were clamped before quantizing.
+std::string ValueTypeToString(const Graph& graph, const Value& v) {
+  std::string s = TypeToString(graph, v.type());
+  if (const QuantParams* q = v.quant()) {
+    absl::StrAppend(&s, " q(", q->scale, ", ", q->zero_point, ")");
+    if (const std::pair<float, float>* c = v.saturation()) {
+      absl::StrAppend(&s, " clamped [", c->first, ", ", c->second, "]");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string PrintGraph(const Graph& graph) {
   std::string s = absl::StrCat("graph ", graph.name(), " (opset ", graph.opset(), ")\n");
   for (const Value* v : graph.inputs()) {
-    absl::StrAppend(&s, "  input  %", v->name(), " : ", TypeToString(graph, v->type()), "\n");
+    absl::StrAppend(&s, "  input  %", v->name(), " : ", ValueTypeToString(graph, *v), "\n");
   }
   for (const auto& v : graph.values()) {
     if (v->constant() != nullptr) {
-      absl::StrAppend(&s, "  const  %", v->name(), " : ", TypeToString(graph, v->type()), "\n");
+      absl::StrAppend(&s, "  const  %", v->name(), " : ", ValueTypeToString(graph, *v), "\n");
     }
   }
   for (const auto& n : graph.nodes()) {
     std::vector<std::string> outs, ins, types;
     for (const Value* v : n->outputs()) {
       outs.push_back(absl::StrCat("%", v->name()));
-      types.push_back(TypeToString(graph, v->type()));
+      types.push_back(ValueTypeToString(graph, *v));
     }
     for (const Value* v : n->inputs()) ins.push_back(v ? absl::StrCat("%", v->name()) : "none");
     std::string attrs = AttrsToString(*n);
@@ -98,7 +115,7 @@ std::string PrintGraph(const Graph& graph) {
                     absl::StrJoin(types, ", "), "  # ", n->name(), "\n");
   }
   for (const Value* v : graph.outputs()) {
-    absl::StrAppend(&s, "  output %", v->name(), " : ", TypeToString(graph, v->type()), "\n");
+    absl::StrAppend(&s, "  output %", v->name(), " : ", ValueTypeToString(graph, *v), "\n");
   }
   return s;
 }

@@ -21,6 +21,13 @@ inline bool IsSymbol(Dim d) { return d <= -2; }
 inline Dim SymbolDim(int index) { return -2 - index; }
 inline int SymbolIndex(Dim d) { return static_cast<int>(-2 - d); }
 
+/// How an int8 tensor stands for real numbers: real = (q - zero_point) * scale, scale finite and
+/// > 0. Values of an int8 compile's quantized graph carry it (Value::quant, passes/realize_int8.h).
+struct QuantParams {
+  float scale = 1.0f;
+  int32_t zero_point = 0;
+};
+
 /// A tensor type. `dims` is nullopt when even the rank is unknown.
 struct TensorType {
   DType dtype = DType::kUndefined;

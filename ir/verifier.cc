@@ -1,9 +1,11 @@
 #include "ir/verifier.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "support/status.h"
 
 namespace qcc::ir {
 
@@ -23,8 +25,54 @@ Activation FusedActivation(const Node& n) {
       return n.attrs<GemmAttrs>().activation;
     case OpKind::kAdd:
       return n.attrs<AddAttrs>().activation;
+    case OpKind::kQConv:
+      return n.attrs<ConvAttrs>().activation;
+    case OpKind::kQGemm:
+      return n.attrs<QGemmAttrs>().activation;
     default:
       return Activation::kNone;
+  }
+}
+
+/// `v` is an int8 tensor with usable quantization parameters.
+bool IsQuantizedInt8(const Value* v) {
+  return v != nullptr && v->dtype() == DType::kInt8 && v->quant() != nullptr &&
+         std::isfinite(v->quant()->scale) && v->quant()->scale > 0.0f;
+}
+
+/// The quantized graph's rules (passes/realize_int8.h): an int8 tensor that carries parameters
+/// has a finite scale > 0; Quantize takes a float tensor to such an int8 one and Dequantize the
+/// reverse; the int8 kernels read (and QConv, QLut and int8 QGemm write) such tensors.
+absl::Status VerifyQuantized(const Node& n) {
+  for (const Value* v : n.outputs()) {
+    if (v->quant() != nullptr && !IsQuantizedInt8(v)) {
+      return NodeError(n, absl::StrCat("output '", v->name(),
+                                       "' has quantization parameters but is not int8 with a "
+                                       "finite scale > 0"));
+    }
+  }
+  auto need = [&](const Value* v, absl::string_view what) -> absl::Status {
+    if (IsQuantizedInt8(v)) return absl::OkStatus();
+    return NodeError(n, absl::StrCat(what, " '", v != nullptr ? v->name() : "(none)",
+                                     "' must be int8 with quantization parameters"));
+  };
+  switch (n.kind()) {
+    case OpKind::kQuantize:
+      if (!IsFloat(n.input(0)->dtype())) return NodeError(n, "its input must be a float tensor");
+      return need(n.output(0), "output");
+    case OpKind::kDequantize:
+      if (!IsFloat(n.output(0)->dtype())) return NodeError(n, "its output must be a float tensor");
+      return need(n.input(0), "input");
+    case OpKind::kQConv:
+    case OpKind::kQLut:
+      QCC_RETURN_IF_ERROR(need(n.input(0), "input"));
+      return need(n.output(0), "output");
+    case OpKind::kQGemm:
+      QCC_RETURN_IF_ERROR(need(n.input(0), "input"));
+      if (n.attrs<QGemmAttrs>().float_result) return absl::OkStatus();
+      return need(n.output(0), "output");
+    default:
+      return absl::OkStatus();
   }
 }
 
@@ -55,13 +103,16 @@ absl::Status Verify(const Graph& graph) {
     if (n->attrs_variant().index() != DefaultAttrs(n->kind()).index()) {
       return NodeError(*n, "holds attributes of another op kind");
     }
-    // Fused activations are defined on float data only.
-    const DType out_type = n->num_outputs() > 0 ? n->output(0)->dtype() : DType::kUndefined;
+    // Fused activations are defined on float data, and on quantized int8 data (a clamp on the
+    // output's grid).
+    const Value* out = n->num_outputs() > 0 ? n->output(0) : nullptr;
+    const DType out_type = out != nullptr ? out->dtype() : DType::kUndefined;
     if (FusedActivation(*n) != Activation::kNone && out_type != DType::kUndefined &&
-        !IsFloat(out_type)) {
+        !IsFloat(out_type) && out->quant() == nullptr) {
       return NodeError(*n, absl::StrCat("has a fused activation on ", DTypeName(out_type),
                                         " data; fused activations need a float output"));
     }
+    QCC_RETURN_IF_ERROR(VerifyQuantized(*n));
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Value* v = n->input(i);
       if (v == nullptr) continue;

@@ -30,10 +30,7 @@ struct TensorRange {
 };
 
 /// int8 quantization of one tensor: real = (q - zero_point) * scale.
-struct QuantParams {
-  float scale = 1.0f;
-  int32_t zero_point = 0;
-};
+using QuantParams = ir::QuantParams;
 
 struct QuantizeOptions {
   bool per_channel = true;

@@ -1,6 +1,7 @@
-// `qcc inspect MODEL.onnx [--passes [--int8 [--calib TABLE]]]`: the imported IR (optionally
-// after the default pass pipeline, with one line per pass, and then with the int8 decisions of
-// compile --int8 as Q/DQ nodes) and a one-line summary.
+// `qcc inspect MODEL.onnx [--passes [--int8 [--qdq] [--calib TABLE]]]`: the imported IR
+// (optionally after the default pass pipeline, with one line per pass, and then the quantized
+// graph compile --int8 lowers, or with --qdq the QDQ graph qcc export writes) and a one-line
+// summary.
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "ir/printer.h"
 #include "passes/insert_qdq.h"
 #include "passes/passes.h"
+#include "passes/realize_int8.h"
 #include "support/status.h"
 #include "tools/commands.h"
 #include "tools/int8_setup.h"
@@ -81,17 +83,22 @@ absl::Status InspectCommand(const InspectOptions& opts) {
     }
     records = *std::move(ran);
   }
-  if (opts.int8 || !opts.calib.empty()) {
+  if (opts.int8 || opts.qdq || !opts.calib.empty()) {
     if (!opts.passes || !opts.int8) {
       return absl::InvalidArgumentError(
-          "--int8 and --calib go together with --passes: qcc inspect MODEL --passes --int8");
+          "--int8, --qdq and --calib go together with --passes: qcc inspect MODEL --passes "
+          "--int8");
     }
     // The table was made for the unfused model: check it against a fresh import.
     QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> imported, LoadModel(opts.model));
     QCC_ASSIGN_OR_RETURN(Int8Table table, LoadInt8Table(opts.model, opts.calib, "", *imported));
     QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
                          DecidePrecision(*graph, table, false, false, {}));
-    QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, {}));
+    if (opts.qdq) {
+      QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, {}));
+    } else {
+      QCC_ASSIGN_OR_RETURN(graph, passes::RealizeInt8(*graph, decision));
+    }
   }
   std::fputs(ir::PrintGraph(*graph).c_str(), stdout);
   for (const passes::PassRecord& r : records) {

@@ -116,7 +116,8 @@ absl::Status CompareCommand(const CompareOptions& options);
 struct InspectOptions {
   std::string model;
   bool passes = false;  // run passes::DefaultPipeline() first and report each pass
-  bool int8 = false;    // with passes: then the int8 decisions, inserted as Q/DQ nodes
+  bool int8 = false;    // with passes: then the quantized graph of compile --int8
+  bool qdq = false;     // with int8: the graph as qcc export writes it (QuantizeLinear/...)
   std::string calib;    // the table for int8 (default: MODEL.calib.json)
 };
 

@@ -338,8 +338,11 @@ int Main(int argc, char** argv) {
   inspect_cmd->add_flag("--passes", inspect.passes,
                         "Run the default pass pipeline first and print what each pass changed");
   inspect_cmd->add_flag("--int8", inspect.int8,
-                        "With --passes: then the int8 decisions of compile --int8, printed as "
-                        "QuantizeLinear/DequantizeLinear nodes (the graph qcc export writes)");
+                        "With --passes: then the quantized graph compile --int8 lowers (int8 "
+                        "tensors with their scales, qcc.Quantize/qcc.Dequantize, qcc.QConv, ...)");
+  inspect_cmd->add_flag("--qdq", inspect.qdq,
+                        "With --int8: print it as qcc export writes it instead "
+                        "(QuantizeLinear/DequantizeLinear nodes around float ops)");
   inspect_cmd
       ->add_option("--calib", inspect.calib,
                    "The calibration table for --int8 (default: MODEL.calib.json)")

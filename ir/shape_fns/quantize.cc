@@ -65,4 +65,62 @@ absl::Status InferDequantizeLinear(InferContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status InferQuantize(InferContext& ctx) {
+  if (!IsFloat(ctx.input(0).dtype)) {
+    return ctx.Error(absl::StrCat("quantizes a float tensor, got ", DTypeName(ctx.input(0).dtype)));
+  }
+  ctx.outputs[0] = ctx.input(0);
+  ctx.outputs[0].dtype = DType::kInt8;
+  return absl::OkStatus();
+}
+
+absl::Status InferDequantize(InferContext& ctx) {
+  if (ctx.input(0).dtype != DType::kInt8) {
+    return ctx.Error(absl::StrCat("dequantizes int8, got ", DTypeName(ctx.input(0).dtype)));
+  }
+  const DType to = ctx.attrs<CastAttrs>().to;
+  if (!IsFloat(to)) return ctx.Error(absl::StrCat("dequantizes to ", DTypeName(to)));
+  ctx.outputs[0] = ctx.input(0);
+  ctx.outputs[0].dtype = to;
+  return absl::OkStatus();
+}
+
+namespace {
+
+/// x [.., K] times W [N, K]^T -> [.., N] of `dtype`.
+absl::Status InferGemmNK(InferContext& ctx, DType dtype) {
+  ctx.outputs[0] = TensorType::UnknownShape(dtype);
+  const TensorType& x = ctx.input(0);
+  const TensorType& w = ctx.input(1);
+  if (w.has_rank() && w.rank() != 2) {
+    return ctx.Error(absl::StrCat("W must be 2-D [N, K], got rank ", w.rank()));
+  }
+  if (!x.has_rank() || !w.has_rank()) return absl::OkStatus();
+  if (x.rank() < 1) return ctx.Error("X must have rank >= 1");
+  const Dim k = x.dims->back(), wk = (*w.dims)[1];
+  if (IsKnown(k) && IsKnown(wk) && k != wk) {
+    return ctx.Error(absl::StrCat("X has ", k, " columns but W [N, K] has K = ", wk));
+  }
+  std::vector<Dim> out = *x.dims;
+  out.back() = (*w.dims)[0];
+  ctx.outputs[0].dims = std::move(out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status InferQGemm(InferContext& ctx) {
+  if (ctx.input(0).dtype != DType::kInt8) {
+    return ctx.Error(absl::StrCat("X must be int8, got ", DTypeName(ctx.input(0).dtype)));
+  }
+  return InferGemmNK(ctx, ctx.attrs<QGemmAttrs>().float_result ? DType::kFloat32 : DType::kInt8);
+}
+
+absl::Status InferDynamicQGemm(InferContext& ctx) {
+  if (ctx.input(0).dtype != DType::kFloat32) {
+    return ctx.Error(absl::StrCat("X must be fp32, got ", DTypeName(ctx.input(0).dtype)));
+  }
+  return InferGemmNK(ctx, DType::kFloat32);
+}
+
 }  // namespace qcc::ir

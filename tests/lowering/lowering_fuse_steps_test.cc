@@ -16,6 +16,7 @@
 #include "ir/verifier.h"
 #include "passes/passes.h"
 #include "passes/quantize.h"
+#include "passes/realize_int8.h"
 #include "runtime/engine.h"
 #include "runtime/steps.h"
 #include "tests/lowering/lowering_test_util.h"
@@ -76,12 +77,16 @@ std::unique_ptr<ir::Graph> LinearThen(int seed, Build build) {
   return g;
 }
 
+/// The plan of `g`'s quantized graph for decision `d`.
 runtime::Plan Lower(const ir::Graph& g, const passes::QuantDecision& d, bool fuse) {
   cpu::LowerOptions options;
   options.batch_min = 1;
   options.batch_max = 4;
   options.fuse_steps = fuse;
-  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(g, d, options);
+  absl::StatusOr<std::unique_ptr<ir::Graph>> quantized = passes::RealizeInt8(g, d);
+  EXPECT_TRUE(quantized.ok()) << quantized.status();
+  if (!quantized.ok()) return runtime::Plan{};
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(**quantized, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *std::move(plan) : runtime::Plan{};
 }

@@ -48,7 +48,7 @@ TEST(LoweringShapeTest, AValueOfTheBatchReadAsDataIsABatchAffineStep) {
   cpu::LowerOptions options;
   options.batch_min = 1;
   options.batch_max = 8;
-  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(*g, passes::QuantDecision{}, options);
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(*g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   // Shape, Gather and Cast emit nothing; one BatchAffine step writes the output `n`, which the
   // Div then reads as its divisor.
@@ -98,7 +98,7 @@ TEST(LoweringShapeTest, AnExtentOnlyTheDataKnowsIsAnErrorNamingItsSource) {
   ASSERT_TRUE(ir::InferShapes(*g).ok());
   cpu::LowerOptions options;
   options.batch_max = 4;
-  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(*g, passes::QuantDecision{}, options);
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(*g, options);
   ASSERT_FALSE(plan.ok());
   const std::string message(plan.status().message());
   EXPECT_NE(message.find("node 'reshape' (Reshape): extent 1 of 'y'"), std::string::npos)

@@ -44,7 +44,7 @@ absl::StatusOr<runtime::Plan> Lower(const ir::Graph& g) {
   cpu::LowerOptions options;
   options.batch_min = 1;
   options.batch_max = 4;
-  return cpu::LowerToCpuPlan(g, passes::QuantDecision{}, options);
+  return cpu::LowerToCpuPlan(g, options);
 }
 
 TEST(LoweringUnaryTest, EveryUnaryOpIsOneUnaryStepWithTheEvaluatorsValues) {

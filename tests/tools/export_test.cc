@@ -285,7 +285,7 @@ TEST_F(ExportTest, ExportedModelCompilesBackToThePlansOutputs) {
 TEST_F(ExportTest, InspectPrintsTheQuantizedGraphAsExportWritesIt) {
   ASSERT_EQ(CalibrateResnet20(Path("t.json")).exit_code, 0);
   const QccResult r =
-      Qcc({"inspect", Resnet20Model(), "--passes", "--int8", "--calib", Path("t.json")});
+      Qcc({"inspect", Resnet20Model(), "--passes", "--int8", "--qdq", "--calib", Path("t.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(
       Qcc({"export", Resnet20Model(), "--calib", Path("t.json"), "-o", Path("q.onnx")}).exit_code,
@@ -309,6 +309,31 @@ TEST_F(ExportTest, InspectPrintsTheQuantizedGraphAsExportWritesIt) {
   EXPECT_EQ(convs, kResnet20Convs);
   ExpectOneLineError(Qcc({"inspect", Resnet20Model(), "--int8", "--calib", Path("t.json")}),
                      {"--passes"});
+}
+
+TEST_F(ExportTest, InspectPrintsTheQuantizedGraphTheLoweringReads) {
+  // Without --qdq: the graph compile --int8 lowers, int8 tensors with their scales.
+  ASSERT_EQ(CalibrateResnet20(Path("t.json")).exit_code, 0);
+  const QccResult r =
+      Qcc({"inspect", Resnet20Model(), "--passes", "--int8", "--calib", Path("t.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int qconvs = 0, quantizes = 0, dequantizes = 0;
+  for (const std::string& line : Lines(r.out)) {
+    EXPECT_EQ(line.find(" = Conv("), std::string::npos) << line;
+    EXPECT_EQ(line.find("QuantizeLinear"), std::string::npos) << line;
+    if (line.find(" = qcc.QConv(") != std::string::npos) {
+      ++qconvs;
+      EXPECT_NE(line.find(":int8, %"), std::string::npos) << line;  // reads an int8 tensor
+      EXPECT_NE(line.find(" : i8["), std::string::npos) << line;    // writes one
+      EXPECT_NE(line.find("] q("), std::string::npos) << line;      // with its scale
+    }
+    quantizes += line.find(" = qcc.Quantize(") != std::string::npos;
+    dequantizes += line.find(" = qcc.Dequantize(") != std::string::npos;
+  }
+  EXPECT_EQ(qconvs, kResnet20Convs);
+  EXPECT_EQ(quantizes, 1);    // the image
+  EXPECT_EQ(dequantizes, 1);  // the logits
+  ExpectOneLineError(Qcc({"inspect", Resnet20Model(), "--qdq"}), {"--passes"});
 }
 
 }  // namespace

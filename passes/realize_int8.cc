@@ -1,0 +1,258 @@
+#include "passes/realize_int8.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "ir/verifier.h"
+#include "support/status.h"
+
+namespace qcc::passes {
+namespace {
+
+using ir::OpKind;
+
+/// Copies the fused graph into the quantized one, node by node.
+class Realizer {
+ public:
+  Realizer(const ir::Graph& graph, const QuantDecision& d) : in_(graph), d_(d) {}
+
+  absl::StatusOr<std::unique_ptr<ir::Graph>> Run() {
+    out_ = std::make_unique<ir::Graph>();
+    out_->set_name(in_.name());
+    out_->set_opset(in_.opset());
+    for (const std::string& s : in_.symbols()) out_->AddSymbol(s);
+    for (const ir::Value* v : in_.inputs()) plain_[v] = out_->AddInput(v->name(), v->type());
+    for (const auto& node : in_.nodes()) {
+      if (d_.folded_bias.contains(node.get())) continue;  // in its GEMM
+      QCC_RETURN_IF_ERROR(Copy(*node));
+    }
+    for (const ir::Value* v : in_.outputs()) {
+      QCC_ASSIGN_OR_RETURN(ir::Value * p, Plain(v));
+      out_->AddOutput(p);
+    }
+    QCC_RETURN_IF_ERROR(ir::Verify(*out_));
+    return std::move(out_);
+  }
+
+ private:
+  absl::Status Missing(const ir::Node& node, absl::string_view what) const {
+    return absl::InternalError(
+        absl::StrCat("node '", node.name(), "': the int8 decision has no ", what));
+  }
+
+  /// The value `v` of the fused graph is in the quantized graph as computed (fp32, or any type a
+  /// float node gives): a copy of a constant, or a Dequantize of its int8 form.
+  absl::StatusOr<ir::Value*> Plain(const ir::Value* v) {
+    if (auto it = plain_.find(v); it != plain_.end()) return it->second;
+    if (v->constant() != nullptr) return plain_[v] = out_->NewConstant(v->name(), *v->constant());
+    auto q = int8_.find(v);
+    if (q == int8_.end()) {
+      return absl::InternalError(
+          absl::StrCat("tensor '", v->name(), "' is used before it is computed"));
+    }
+    ir::Node* dq = out_->AddNode(OpKind::kDequantize, absl::StrCat(v->name(), ":dequantize"),
+                                 {q->second}, {v->name()});
+    ir::TensorType t = v->type();
+    if (!IsFloat(t.dtype)) t.dtype = DType::kFloat32;
+    dq->mutable_attrs<ir::CastAttrs>().to = t.dtype;
+    dq->output(0)->set_type(std::move(t));
+    return plain_[v] = dq->output(0);
+  }
+
+  /// The int8 form of `v` (a Quantize of its fp32 form when only that exists).
+  absl::StatusOr<ir::Value*> Int8(const ir::Value* v) {
+    if (auto it = int8_.find(v); it != int8_.end()) return it->second;
+    QCC_ASSIGN_OR_RETURN(ir::Value * x, Plain(v));
+    ir::Node* q = out_->AddNode(OpKind::kQuantize, absl::StrCat(v->name(), ":quantize"), {x},
+                                {absl::StrCat(v->name(), kInt8Suffix)});
+    QCC_RETURN_IF_ERROR(SetInt8Type(v, q->output(0)));
+    return int8_[v] = q->output(0);
+  }
+
+  /// Gives `to` the int8 type of `from` and its parameters.
+  absl::Status SetInt8Type(const ir::Value* from, ir::Value* to) {
+    auto p = d_.params.find(from);
+    if (p == d_.params.end()) {
+      return absl::InternalError(
+          absl::StrCat("tensor '", from->name(), "' is int8 but has no parameters"));
+    }
+    ir::TensorType t = from->type();
+    t.dtype = DType::kInt8;
+    to->set_type(std::move(t));
+    to->set_quant(p->second);
+    if (auto s = d_.saturation.find(from); s != d_.saturation.end()) to->set_saturation(s->second);
+    return absl::OkStatus();
+  }
+
+  ir::Value* Constant(const ir::Node& node, absl::string_view suffix, const Tensor& t) {
+    return out_->NewConstant(absl::StrCat(node.name(), suffix), t);
+  }
+
+  /// Appends a node of `kind` named and attributed as `node`, whose single output stands for
+  /// `result` of the fused graph: fp32 (`int8` false) or its int8 form.
+  absl::Status Emit(const ir::Node& node, OpKind kind, ir::Attrs attrs,
+                    std::vector<ir::Value*> inputs, const ir::Value* result, bool int8) {
+    ir::Node* n =
+        out_->AddNode(kind, node.name(), std::move(inputs),
+                      {int8 ? absl::StrCat(result->name(), kInt8Suffix) : result->name()});
+    n->set_attrs(std::move(attrs));
+    if (int8) {
+      QCC_RETURN_IF_ERROR(SetInt8Type(result, n->output(0)));
+      int8_[result] = n->output(0);
+    } else {
+      n->output(0)->set_type(result->type());
+      plain_[result] = n->output(0);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Copy(const ir::Node& node) {
+    QCC_RETURN_IF_ERROR(CopyNode(node));
+    // A graph output computed in int8 is dequantized right after it.
+    for (const ir::Value* y : node.outputs()) {
+      if (int8_.contains(y) && !plain_.contains(y) && IsGraphOutput(y)) {
+        QCC_RETURN_IF_ERROR(Plain(y).status());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  bool IsGraphOutput(const ir::Value* v) const {
+    for (const ir::Value* o : in_.outputs()) {
+      if (o == v) return true;
+    }
+    return false;
+  }
+
+  absl::Status CopyNode(const ir::Node& node) {
+    const ir::Value* y = node.num_outputs() > 0 ? node.output(0) : nullptr;
+    if (auto dyn = d_.dynamic.find(&node); dyn != d_.dynamic.end()) {
+      const QuantizedWeights& w = dyn->second;
+      auto bias_add = d_.dynamic_bias_add.find(&node);
+      if (bias_add == d_.dynamic_bias_add.end()) return Missing(node, "bias entry");
+      Tensor scales(DType::kFloat32, {static_cast<int64_t>(w.weight_scales.size())});
+      std::copy(w.weight_scales.begin(), w.weight_scales.end(), scales.data<float>());
+      QCC_ASSIGN_OR_RETURN(ir::Value * x, Plain(node.input(0)));
+      std::vector<ir::Value*> ins = {x, Constant(node, ":w", w.weights),
+                                     Constant(node, ":w_scale", scales)};
+      if (w.float_bias.defined()) ins.push_back(Constant(node, ":fbias", w.float_bias));
+      return Emit(node, OpKind::kDynamicQGemm, ir::NoAttrs{}, std::move(ins),
+                  bias_add->second != nullptr ? bias_add->second->output(0) : y, false);
+    }
+    if (!d_.runs_int8(&node)) return CopyFloat(node);
+    const ir::Int8Form form = ir::Int8FormOf(node.kind());
+    if (form == ir::Int8Form::kMovement || node.kind() == OpKind::kAdd ||
+        node.kind() == OpKind::kConcat || node.kind() == OpKind::kMaxPool ||
+        node.kind() == OpKind::kAveragePool || node.kind() == OpKind::kGlobalAveragePool) {
+      // The same op on int8 values: its data inputs (all of Add's and Concat's, the first of the
+      // others) in int8, the rest (shapes, axes, pads) as they are.
+      const bool all = node.kind() == OpKind::kAdd || node.kind() == OpKind::kConcat;
+      std::vector<ir::Value*> ins;
+      for (int i = 0; i < node.num_inputs(); ++i) {
+        const ir::Value* v = node.input(i);
+        if (v == nullptr) {
+          ins.push_back(nullptr);
+          continue;
+        }
+        QCC_ASSIGN_OR_RETURN(ir::Value * in, i == 0 || all ? Int8(v) : Plain(v));
+        ins.push_back(in);
+      }
+      return Emit(node, node.kind(), node.attrs_variant(), std::move(ins), y, true);
+    }
+    if (node.kind() == OpKind::kConv || node.kind() == OpKind::kGemm ||
+        node.kind() == OpKind::kMatMul) {
+      auto wi = d_.weights.find(&node);
+      if (wi == d_.weights.end()) return Missing(node, "weights");
+      const QuantizedWeights& w = wi->second;
+      QCC_ASSIGN_OR_RETURN(ir::Value * x, Int8(node.input(0)));
+      if (node.kind() == OpKind::kConv) {
+        return Emit(node, OpKind::kQConv, node.attrs_variant(),
+                    {x, Constant(node, ":w", w.weights), Constant(node, ":bias", w.bias),
+                     Constant(node, ":multiplier", w.multiplier)},
+                    y, true);
+      }
+      ir::QGemmAttrs a;
+      if (node.kind() == OpKind::kGemm) {
+        const auto& g = node.attrs<ir::GemmAttrs>();
+        a.activation = g.activation;
+        a.activation_alpha = g.activation_alpha;
+        a.activation_min = g.activation_min;
+        a.activation_max = g.activation_max;
+      }
+      auto fr = d_.float_result.find(&node);
+      if (fr == d_.float_result.end()) {
+        return Emit(node, OpKind::kQGemm, a,
+                    {x, Constant(node, ":w", w.weights), Constant(node, ":bias", w.bias),
+                     Constant(node, ":multiplier", w.multiplier)},
+                    y, true);
+      }
+      a.float_result = 1;
+      std::vector<ir::Value*> ins = {x, Constant(node, ":w", w.weights),
+                                     Constant(node, ":bias", w.bias),
+                                     Constant(node, ":scale", w.multiplier)};
+      if (w.float_bias.defined()) ins.push_back(Constant(node, ":fbias", w.float_bias));
+      return Emit(node, OpKind::kQGemm, a, std::move(ins),
+                  fr->second != nullptr ? fr->second->output(0) : y, false);
+    }
+    auto lut = d_.luts.find(&node);
+    if (lut == d_.luts.end()) return Missing(node, "int8 form for its op");
+    QCC_ASSIGN_OR_RETURN(ir::Value * x, Int8(node.input(0)));
+    return Emit(
+        node, OpKind::kQLut, ir::NoAttrs{},
+        {x, Constant(node, ":lut", Tensor::FromVector<int8_t>(DType::kInt8, {256}, lut->second))},
+        y, true);
+  }
+
+  absl::Status CopyFloat(const ir::Node& node) {
+    // Shape and Size read only dims, which the int8 form has too.
+    const bool dims_only = node.kind() == OpKind::kShape || node.kind() == OpKind::kSize;
+    std::vector<ir::Value*> ins;
+    for (const ir::Value* v : node.inputs()) {
+      if (v == nullptr) {
+        ins.push_back(nullptr);
+      } else if (auto q = int8_.find(v); dims_only && q != int8_.end() && !plain_.contains(v)) {
+        ins.push_back(q->second);
+      } else {
+        QCC_ASSIGN_OR_RETURN(ir::Value * in, Plain(v));
+        ins.push_back(in);
+      }
+    }
+    std::vector<std::string> names;
+    for (const ir::Value* y : node.outputs()) names.push_back(y->name());
+    ir::Node* n = out_->AddNode(node.kind(), node.name(), std::move(ins), names);
+    n->set_attrs(node.attrs_variant());
+    if (node.kind() == OpKind::kAttention && d_.int8_attention.contains(&node)) {
+      n->mutable_attrs<ir::AttentionAttrs>().qcc_int8 = 1;
+    }
+    for (int i = 0; i < node.num_outputs(); ++i) {
+      n->output(i)->set_type(node.output(i)->type());
+      if (const Tensor* c = node.output(i)->constant()) n->output(i)->set_constant(*c);
+      plain_[node.output(i)] = n->output(i);
+    }
+    return absl::OkStatus();
+  }
+
+  const ir::Graph& in_;
+  const QuantDecision& d_;
+  std::unique_ptr<ir::Graph> out_;
+  /// The fused graph's values in the quantized graph: as computed, and in int8.
+  absl::flat_hash_map<const ir::Value*, ir::Value*> plain_, int8_;
+};
+
+}  // namespace
+
+std::string FloatTensorName(const ir::Value& int8_value) {
+  absl::string_view name = int8_value.name();
+  if (absl::EndsWith(name, kInt8Suffix)) name.remove_suffix(kInt8Suffix.size());
+  return std::string(name);
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(const ir::Graph& graph,
+                                                       const QuantDecision& decision) {
+  return Realizer(graph, decision).Run();
+}
+
+}  // namespace qcc::passes

@@ -1,0 +1,47 @@
+// The quantized graph of an int8 compile: the precision decision (passes/quantize.h) written into
+// the IR, which the CPU lowering reads (backend_cpu/lowering.h) and `qcc inspect --passes --int8`
+// prints.
+#ifndef QCC_PASSES_REALIZE_INT8_H_
+#define QCC_PASSES_REALIZE_INT8_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/graph.h"
+#include "passes/quantize.h"
+
+namespace qcc::passes {
+
+/// The suffix of an int8 tensor's name in the quantized graph: tensor `x` of the fused graph
+/// computed in int8 is the value `x:int8` (the plan's buffer name for it).
+inline constexpr absl::string_view kInt8Suffix = ":int8";
+
+/// The fused graph's name of an int8 value of the quantized graph (`x` for `x:int8`).
+std::string FloatTensorName(const ir::Value& int8_value);
+
+/// Writes `decision`, made for the fused graph `graph`, into a new graph where quantization is
+/// explicit:
+/// - every tensor that exists in int8 (decision.params) is a value `NAME:int8` of dtype int8
+///   with its parameters (Value::quant) and saturation interval (Value::saturation);
+/// - qcc.Quantize makes it from the fp32 tensor where an int8 node reads a tensor computed in
+///   float (or a constant, or a graph input), and qcc.Dequantize gives the fp32 tensor back where
+///   a float node or a graph output reads one computed in int8; each sits just before the node
+///   that first needs it (a graph output's just after its producer);
+/// - int8 Conv, Gemm and MatMul nodes become qcc.QConv and qcc.QGemm with their int8 weights,
+///   int32 bias and requantization multipliers as constants (fp32-result GEMMs with the bias Add
+///   folded into them take that Add's output); dynamic ones become qcc.DynamicQGemm; int8
+///   table-driven nodes become qcc.QLut with their table; other int8 nodes (Add, pools, Concat,
+///   data movement) keep their kind and read and write int8 values; int8 attention nodes have
+///   AttentionAttrs::qcc_int8 set;
+/// - every other node, value and constant is copied with its name, in order.
+/// Values and nodes keep the fused graph's names, so the plan lowered from it names its buffers
+/// and steps as before. The result passes ir::Verify. Internal when `decision` does not fit
+/// `graph` (a node or tensor it names without parameters).
+absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(const ir::Graph& graph,
+                                                       const QuantDecision& decision);
+
+}  // namespace qcc::passes
+
+#endif  // QCC_PASSES_REALIZE_INT8_H_

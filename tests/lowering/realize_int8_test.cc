@@ -1,0 +1,254 @@
+// The quantized graph (passes/realize_int8.h): an int8 compile's precision decision written into
+// the IR, checked node by node against the decision, printed, verified, and lowered directly.
+#include "passes/realize_int8.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backend_cpu/evaluator.h"
+#include "backend_cpu/lowering.h"
+#include "gtest/gtest.h"
+#include "ir/printer.h"
+#include "ir/shape_inference.h"
+#include "ir/verifier.h"
+#include "passes/passes.h"
+#include "passes/quantize.h"
+#include "runtime/engine.h"
+#include "runtime/steps.h"
+#include "tests/lowering/lowering_test_util.h"
+#include "tests/passes/cleanup_test_util.h"
+
+namespace qcc::testing {
+namespace {
+
+using ir::OpKind;
+using runtime::StepKind;
+
+/// x:[N,3,8,8] -> Conv 3x3 -> Relu -> MaxPool 2x2 (also output `pooled`) -> Conv 1x1 -> Add
+/// (residual from the pool) -> Sigmoid -> GlobalAveragePool -> Flatten -> Gemm -> y:[N,4].
+/// Shapes inferred, DefaultPipeline run (the Relu fuses into the first Conv).
+std::unique_ptr<ir::Graph> SmallNet() {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 3, 8, 8}));
+  ir::Node* c1 = g->AddNode(OpKind::kConv, "conv1",
+                            {x, g->NewConstant("w1", SeededUniform({8, 3, 3, 3}, 1, -0.4f, 0.4f)),
+                             g->NewConstant("b1", SeededUniform({8}, 2, -0.1f, 0.1f))},
+                            {"c1"});
+  c1->mutable_attrs<ir::ConvAttrs>().pads = {1, 1, 1, 1};
+  ir::Value* r = g->AddNode(OpKind::kRelu, "relu", {c1->output(0)}, {"r"})->output(0);
+  ir::Node* pool = g->AddNode(OpKind::kMaxPool, "pool", {r}, {"pooled"});
+  pool->mutable_attrs<ir::PoolAttrs>().kernel_shape = {2, 2};
+  pool->mutable_attrs<ir::PoolAttrs>().strides = {2, 2};
+  ir::Value* p = pool->output(0);
+  ir::Value* c2 = g->AddNode(OpKind::kConv, "conv2",
+                             {p, g->NewConstant("w2", SeededUniform({8, 8, 1, 1}, 3, -0.4f, 0.4f)),
+                              g->NewConstant("b2", SeededUniform({8}, 4, -0.1f, 0.1f))},
+                             {"c2"})
+                      ->output(0);
+  ir::Value* sum = g->AddNode(OpKind::kAdd, "residual", {c2, p}, {"sum"})->output(0);
+  ir::Value* s = g->AddNode(OpKind::kSigmoid, "sigmoid", {sum}, {"s"})->output(0);
+  ir::Value* gap = g->AddNode(OpKind::kGlobalAveragePool, "gap", {s}, {"gap"})->output(0);
+  ir::Value* flat = g->AddNode(OpKind::kFlatten, "flatten", {gap}, {"flat"})->output(0);
+  ir::Node* fc = g->AddNode(OpKind::kGemm, "fc",
+                            {flat, g->NewConstant("w3", SeededUniform({4, 8}, 5, -0.5f, 0.5f)),
+                             g->NewConstant("b3", SeededUniform({4}, 6, -0.1f, 0.1f))},
+                            {"y"});
+  fc->mutable_attrs<ir::GemmAttrs>().transB = 1;
+  g->AddOutput(fc->output(0));
+  g->AddOutput(p);
+  EXPECT_TRUE(ir::Verify(*g).ok());
+  EXPECT_TRUE(ir::InferShapes(*g).ok());
+  EXPECT_TRUE(passes::RunPipeline(*g, passes::DefaultPipeline()).ok());
+  return g;
+}
+
+/// Ranges for every tensor of `g`, as a calibration table would give them.
+std::map<std::string, passes::TensorRange> Ranges(const ir::Graph& g) {
+  std::map<std::string, passes::TensorRange> ranges;
+  for (const ir::Value* v : g.inputs()) ranges[v->name()] = {-1.0f, 1.0f};
+  for (const auto& node : g.nodes()) {
+    for (const ir::Value* v : node->outputs()) ranges[v->name()] = {-2.0f, 2.0f};
+  }
+  return ranges;
+}
+
+const ir::Node* NodeNamed(const ir::Graph& g, const std::string& name) {
+  for (const auto& node : g.nodes()) {
+    if (node->name() == name) return node.get();
+  }
+  return nullptr;
+}
+
+TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
+  const std::unique_ptr<ir::Graph> g = SmallNet();
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> q = passes::RealizeInt8(*g, *d);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_TRUE(ir::Verify(**q).ok());
+
+  // Every int8 node of the decision has its int8 form, named as before.
+  int int8_nodes = 0;
+  for (const auto& node : g->nodes()) {
+    if (!d->runs_int8(node.get())) continue;
+    ++int8_nodes;
+    const ir::Node* r = NodeNamed(**q, node->name());
+    ASSERT_NE(r, nullptr) << node->name();
+    const OpKind want = node->kind() == OpKind::kConv   ? OpKind::kQConv
+                        : node->kind() == OpKind::kGemm ? OpKind::kQGemm
+                        : d->luts.contains(node.get())  ? OpKind::kQLut
+                                                        : node->kind();
+    EXPECT_EQ(r->kind(), want) << node->name();
+  }
+  EXPECT_EQ(int8_nodes, 8);  // conv1, pool, conv2, residual, sigmoid, gap, flatten, fc
+  EXPECT_EQ(CountOps(**q, OpKind::kConv), 0);
+  EXPECT_EQ(CountOps(**q, OpKind::kGemm), 0);
+  EXPECT_EQ(CountOps(**q, OpKind::kQConv), 2);
+  EXPECT_EQ(CountOps(**q, OpKind::kQGemm), 1);
+  EXPECT_EQ(CountOps(**q, OpKind::kQLut), 1);
+
+  // Every int8 tensor is `NAME:int8` with the decision's parameters for NAME.
+  int int8_values = 0;
+  for (const auto& v : (*q)->values()) {
+    if (v->dtype() != DType::kInt8 || v->constant() != nullptr) continue;
+    ++int8_values;
+    ASSERT_NE(v->quant(), nullptr) << v->name();
+    EXPECT_TRUE(absl::EndsWith(v->name(), passes::kInt8Suffix)) << v->name();
+    const ir::Value* fused = g->FindValue(passes::FloatTensorName(*v));
+    ASSERT_NE(fused, nullptr) << v->name();
+    ASSERT_TRUE(d->params.contains(fused)) << v->name();
+    EXPECT_EQ(v->quant()->scale, d->params.at(fused).scale) << v->name();
+    EXPECT_EQ(v->quant()->zero_point, d->params.at(fused).zero_point) << v->name();
+  }
+  EXPECT_EQ(int8_values, static_cast<int>(d->params.size()));
+
+  // One Quantize, of the graph input; one Dequantize per graph output, right after its
+  // producer, giving the output its name back.
+  ASSERT_EQ(CountOps(**q, OpKind::kQuantize), 1);
+  ASSERT_EQ(CountOps(**q, OpKind::kDequantize), 2);
+  const auto& nodes = (*q)->nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i]->kind() == OpKind::kQuantize) EXPECT_EQ(nodes[i]->input(0)->name(), "x");
+    if (nodes[i]->kind() != OpKind::kDequantize) continue;
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(nodes[i]->input(0)->producer(), nodes[i - 1].get());
+    EXPECT_EQ(nodes[i]->output(0)->dtype(), DType::kFloat32);
+  }
+  ASSERT_EQ((*q)->outputs().size(), 2u);
+  EXPECT_EQ((*q)->outputs()[0]->name(), "y");
+  EXPECT_EQ((*q)->outputs()[1]->name(), "pooled");
+  // The weights are the decision's.
+  const ir::Node* conv2 = NodeNamed(**q, "conv2");
+  ASSERT_NE(conv2->input(1)->constant(), nullptr);
+  EXPECT_EQ(conv2->input(1)->constant()->dtype(), DType::kInt8);
+  EXPECT_EQ(std::memcmp(conv2->input(1)->constant()->raw(),
+                        d->weights.at(NodeNamed(*g, "conv2")).weights.raw(),
+                        conv2->input(1)->constant()->nbytes()),
+            0);
+
+  // Printed with the parameters.
+  const std::string printed = ir::PrintGraph(**q);
+  EXPECT_NE(printed.find("= qcc.QConv(%x:int8, %conv1:w"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("= qcc.Quantize(%x)"), std::string::npos) << printed;
+  const passes::QuantParams& px = d->params.at(g->FindValue("x"));
+  EXPECT_NE(printed.find(absl::StrCat("i8[N,3,8,8] q(", px.scale, ", 0)")), std::string::npos)
+      << printed;
+}
+
+TEST(RealizeInt8Test, ItsPlanRunsTheInt8StepsCloseToFp32) {
+  const std::unique_ptr<ir::Graph> g = SmallNet();
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> q = passes::RealizeInt8(*g, *d);
+  ASSERT_TRUE(q.ok()) << q.status();
+  cpu::LowerOptions options;
+  options.batch_min = 1;
+  options.batch_max = 2;
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(**q, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (StepKind k : {StepKind::kQuantize, StepKind::kQConv, StepKind::kQMaxPool, StepKind::kQAdd,
+                     StepKind::kQLut, StepKind::kQGlobalAveragePool, StepKind::kQGemm}) {
+    EXPECT_GE(CountSteps(*plan, k), 1) << runtime::StepKindName(static_cast<uint32_t>(k));
+  }
+  EXPECT_EQ(CountSteps(*plan, StepKind::kConv), 0);
+  EXPECT_EQ(CountSteps(*plan, StepKind::kDequantize), 2);
+  EXPECT_EQ(plan->metadata.at("quant:x"),
+            absl::StrFormat("%.9g %d", d->params.at(g->FindValue("x")).scale, 0));
+
+  const Tensor x = SeededUniform({2, 3, 8, 8}, 7);
+  auto reference = cpu::Evaluator::Create(*g);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<std::vector<Tensor>> want = (*reference)->Run({x});
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto engine = runtime::Engine::Create(*plan, runtime::EngineOptions{1});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<std::vector<Tensor>> got = (*engine)->CreateContext()->Run({x});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  for (size_t o = 0; o < 2; ++o) {
+    const Tensor& a = (*got)[o];
+    const Tensor& b = (*want)[o];
+    ASSERT_EQ(a.numel(), b.numel());
+    double err = 0, ref = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double e = a.data<float>()[i] - b.data<float>()[i];
+      err += e * e;
+      ref += static_cast<double>(b.data<float>()[i]) * b.data<float>()[i];
+    }
+    EXPECT_GT(10 * std::log10(ref / err), 25.0) << "output " << o;  // SQNR in dB
+  }
+}
+
+TEST(RealizeInt8Test, ADecisionThatDoesNotFitIsAnErrorNotACrash) {
+  const std::unique_ptr<ir::Graph> g = SmallNet();
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  passes::QuantDecision no_params = *d;
+  no_params.params.erase(g->FindValue("pooled"));
+  absl::StatusOr<std::unique_ptr<ir::Graph>> q = passes::RealizeInt8(*g, no_params);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("'pooled' is int8 but has no parameters"), std::string::npos)
+      << q.status();
+  passes::QuantDecision no_weights = *d;
+  no_weights.weights.erase(NodeNamed(*g, "conv2"));
+  q = passes::RealizeInt8(*g, no_weights);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("node 'conv2'"), std::string::npos) << q.status();
+}
+
+TEST(RealizeInt8Test, TheVerifierChecksQuantizedValues) {
+  ir::Graph g;
+  g.set_opset(17);
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {4}));
+  ir::Node* q = g.AddNode(OpKind::kQuantize, "q", {x}, {"x:int8"});
+  q->output(0)->set_type(ir::TensorType(DType::kInt8, {4}));
+  ir::Node* dq = g.AddNode(OpKind::kDequantize, "dq", {q->output(0)}, {"y"});
+  dq->output(0)->set_type(ir::TensorType(DType::kFloat32, {4}));
+  g.AddOutput(dq->output(0));
+  absl::Status s = ir::Verify(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'x:int8' must be int8 with quantization parameters"),
+            std::string::npos)
+      << s;
+  q->output(0)->set_quant({0.0f, 0});  // a zero scale
+  s = ir::Verify(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("finite scale > 0"), std::string::npos) << s;
+  q->output(0)->set_quant({0.05f, 3});
+  EXPECT_TRUE(ir::Verify(g).ok()) << ir::Verify(g);
+  EXPECT_TRUE(ir::InferShapes(g).ok());
+  EXPECT_EQ(q->output(0)->dtype(), DType::kInt8);
+  EXPECT_EQ(dq->output(0)->dtype(), DType::kFloat32);
+}
+
+}  // namespace
+}  // namespace qcc::testing
