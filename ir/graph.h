@@ -56,6 +56,11 @@ class Value {
     return saturation_ ? &*saturation_ : nullptr;
   }
   void set_saturation(std::pair<float, float> s) { saturation_ = s; }
+  /// An int8 weight's per-channel scales (null for every other tensor).
+  const ChannelScales* channel_scales() const {
+    return channel_scales_ ? &*channel_scales_ : nullptr;
+  }
+  void set_channel_scales(ChannelScales s) { channel_scales_ = std::move(s); }
 
  private:
   friend class Graph;
@@ -69,6 +74,7 @@ class Value {
   std::vector<Use> uses_;
   std::optional<QuantParams> quant_;
   std::optional<std::pair<float, float>> saturation_;
+  std::optional<ChannelScales> channel_scales_;
 };
 
 /// An operation. Owned by its Graph; inputs may be nullptr for omitted optional inputs.

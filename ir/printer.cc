@@ -1,5 +1,6 @@
 #include "ir/printer.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -78,9 +79,15 @@ std::string AttrsToString(const Node& node) {
 namespace {
 
 /// A value's type, and an int8 tensor's quantization: "i8[N,16] q(0.0235, 0)", with
-/// " clamped [lo, hi]" when its float values were clamped before quantizing.
+/// " clamped [lo, hi]" when its float values were clamped before quantizing; an int8 weight's
+/// "q(16 scales on axis 0, 0.00123 to 0.0456)".
 std::string ValueTypeToString(const Graph& graph, const Value& v) {
   std::string s = TypeToString(graph, v.type());
+  if (const ChannelScales* c = v.channel_scales(); c != nullptr && !c->scales.empty()) {
+    const auto [lo, hi] = std::minmax_element(c->scales.begin(), c->scales.end());
+    absl::StrAppend(&s, " q(", c->scales.size(), c->scales.size() == 1 ? " scale" : " scales",
+                    " on axis ", c->axis, ", ", *lo, " to ", *hi, ")");
+  }
   if (const QuantParams* q = v.quant()) {
     absl::StrAppend(&s, " q(", q->scale, ", ", q->zero_point, ")");
     if (const std::pair<float, float>* c = v.saturation()) {

@@ -28,6 +28,13 @@ struct QuantParams {
   int32_t zero_point = 0;
 };
 
+/// How an int8 weight tensor quantized per output channel stands for real numbers: element i of
+/// channel k (index k along `axis`) is q * scales[k], zero point 0.
+struct ChannelScales {
+  std::vector<float> scales;
+  int64_t axis = 0;
+};
+
 /// A tensor type. `dims` is nullopt when even the rank is unknown.
 struct TensorType {
   DType dtype = DType::kUndefined;

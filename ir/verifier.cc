@@ -40,6 +40,31 @@ bool IsQuantizedInt8(const Value* v) {
          std::isfinite(v->quant()->scale) && v->quant()->scale > 0.0f;
 }
 
+/// A QConv's or QGemm's operands 1 to 3: int8 weights with one scale per output channel (their
+/// first extent, K), an int32 bias [K] and fp32 multipliers [K], all constants.
+absl::Status VerifyQuantizedWeights(const Node& n) {
+  const Value* w = n.input(1);
+  const ChannelScales* scales = w->channel_scales();
+  if (w->constant() == nullptr || w->dtype() != DType::kInt8 || scales == nullptr ||
+      scales->axis != 0 || !w->type().has_rank() || w->type().rank() < 1 ||
+      static_cast<int64_t>(scales->scales.size()) != (*w->type().dims)[0]) {
+    return NodeError(n, absl::StrCat("weights '", w->name(),
+                                     "' must be an int8 constant with one scale per output "
+                                     "channel (axis 0)"));
+  }
+  const int64_t k = (*w->type().dims)[0];
+  for (int i : {2, 3}) {
+    const Value* c = n.input(i);
+    const DType want = i == 2 ? DType::kInt32 : DType::kFloat32;
+    if (c->constant() == nullptr || c->dtype() != want || c->constant()->numel() != k) {
+      return NodeError(n,
+                       absl::StrCat(i == 2 ? "bias '" : "multipliers '", c->name(), "' must be a ",
+                                    DTypeName(want), " constant of ", k, " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 /// The quantized graph's rules (passes/realize_int8.h): an int8 tensor that carries parameters
 /// has a finite scale > 0; Quantize takes a float tensor to such an int8 one and Dequantize the
 /// reverse; the int8 kernels read (and QConv, QLut and int8 QGemm write) such tensors.
@@ -63,13 +88,16 @@ absl::Status VerifyQuantized(const Node& n) {
     case OpKind::kDequantize:
       if (!IsFloat(n.output(0)->dtype())) return NodeError(n, "its output must be a float tensor");
       return need(n.input(0), "input");
-    case OpKind::kQConv:
     case OpKind::kQLut:
       QCC_RETURN_IF_ERROR(need(n.input(0), "input"));
       return need(n.output(0), "output");
+    case OpKind::kQConv:
     case OpKind::kQGemm:
       QCC_RETURN_IF_ERROR(need(n.input(0), "input"));
-      if (n.attrs<QGemmAttrs>().float_result) return absl::OkStatus();
+      QCC_RETURN_IF_ERROR(VerifyQuantizedWeights(n));
+      if (n.kind() == OpKind::kQGemm && n.attrs<QGemmAttrs>().float_result) {
+        return absl::OkStatus();
+      }
       return need(n.output(0), "output");
     default:
       return absl::OkStatus();

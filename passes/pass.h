@@ -32,6 +32,10 @@ struct PassRecord {
   std::string summary;
 };
 
+/// The record of a rewrite from `before` to `after` named `name` (a pass that makes a new graph,
+/// such as RealizeInt8, reported like the pipeline's passes).
+PassRecord RecordRewrite(absl::string_view name, const ir::Graph& before, const ir::Graph& after);
+
 /// An explicit, ordered list of passes.
 using Pipeline = std::vector<std::unique_ptr<Pass>>;
 

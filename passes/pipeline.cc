@@ -32,6 +32,16 @@ std::string DiffCounts(const std::map<ir::OpKind, int>& before,
 
 }  // namespace
 
+PassRecord RecordRewrite(absl::string_view name, const ir::Graph& before, const ir::Graph& after) {
+  PassRecord r;
+  r.name = std::string(name);
+  r.changed = true;
+  r.nodes_before = static_cast<int>(before.nodes().size());
+  r.nodes_after = static_cast<int>(after.nodes().size());
+  r.summary = DiffCounts(CountOps(before), CountOps(after));
+  return r;
+}
+
 absl::StatusOr<std::vector<PassRecord>> RunPipeline(ir::Graph& graph, const Pipeline& pipeline) {
   std::vector<PassRecord> records;
   for (const auto& pass : pipeline) {

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/shape_inference.h"
 #include "ir/verifier.h"
 #include "support/status.h"
 
@@ -33,7 +34,9 @@ class Realizer {
       QCC_ASSIGN_OR_RETURN(ir::Value * p, Plain(v));
       out_->AddOutput(p);
     }
+    // As after any pass: verified, and its types are the ones shape inference gives.
     QCC_RETURN_IF_ERROR(ir::Verify(*out_));
+    QCC_RETURN_IF_ERROR(ir::InferShapes(*out_));
     return std::move(out_);
   }
 
@@ -89,6 +92,13 @@ class Realizer {
 
   ir::Value* Constant(const ir::Node& node, absl::string_view suffix, const Tensor& t) {
     return out_->NewConstant(absl::StrCat(node.name(), suffix), t);
+  }
+
+  /// The int8 weights of `node` as a constant with their per-channel scales (rows: axis 0).
+  ir::Value* Weights(const ir::Node& node, const QuantizedWeights& w) {
+    ir::Value* c = Constant(node, ":w", w.weights);
+    c->set_channel_scales({w.weight_scales, 0});
+    return c;
   }
 
   /// Appends a node of `kind` named and attributed as `node`, whose single output stands for
@@ -170,7 +180,7 @@ class Realizer {
       QCC_ASSIGN_OR_RETURN(ir::Value * x, Int8(node.input(0)));
       if (node.kind() == OpKind::kConv) {
         return Emit(node, OpKind::kQConv, node.attrs_variant(),
-                    {x, Constant(node, ":w", w.weights), Constant(node, ":bias", w.bias),
+                    {x, Weights(node, w), Constant(node, ":bias", w.bias),
                      Constant(node, ":multiplier", w.multiplier)},
                     y, true);
       }
@@ -185,13 +195,12 @@ class Realizer {
       auto fr = d_.float_result.find(&node);
       if (fr == d_.float_result.end()) {
         return Emit(node, OpKind::kQGemm, a,
-                    {x, Constant(node, ":w", w.weights), Constant(node, ":bias", w.bias),
+                    {x, Weights(node, w), Constant(node, ":bias", w.bias),
                      Constant(node, ":multiplier", w.multiplier)},
                     y, true);
       }
       a.float_result = 1;
-      std::vector<ir::Value*> ins = {x, Constant(node, ":w", w.weights),
-                                     Constant(node, ":bias", w.bias),
+      std::vector<ir::Value*> ins = {x, Weights(node, w), Constant(node, ":bias", w.bias),
                                      Constant(node, ":scale", w.multiplier)};
       if (w.float_bias.defined()) ins.push_back(Constant(node, ":fbias", w.float_bias));
       return Emit(node, OpKind::kQGemm, a, std::move(ins),

@@ -97,7 +97,10 @@ absl::Status InspectCommand(const InspectOptions& opts) {
     if (opts.qdq) {
       QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, {}));
     } else {
-      QCC_ASSIGN_OR_RETURN(graph, passes::RealizeInt8(*graph, decision));
+      QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized,
+                           passes::RealizeInt8(*graph, decision));
+      records.push_back(passes::RecordRewrite("realize-int8", *graph, *quantized));
+      graph = std::move(quantized);
     }
   }
   std::fputs(ir::PrintGraph(*graph).c_str(), stdout);

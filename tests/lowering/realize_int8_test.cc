@@ -155,10 +155,23 @@ TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
                         conv2->input(1)->constant()->nbytes()),
             0);
 
+  ASSERT_NE(conv2->input(1)->channel_scales(), nullptr);
+  EXPECT_EQ(conv2->input(1)->channel_scales()->scales,
+            d->weights.at(NodeNamed(*g, "conv2")).weight_scales);
+  // The verifier holds the weights to their types.
+  const std::vector<float> scales = conv2->input(1)->channel_scales()->scales;
+  conv2->input(1)->set_channel_scales({std::vector<float>(scales.begin(), scales.end() - 1), 0});
+  const absl::Status short_scales = ir::Verify(**q);
+  EXPECT_NE(short_scales.message().find("one scale per output channel"), std::string::npos)
+      << short_scales;
+  conv2->input(1)->set_channel_scales({scales, 0});
+
   // Printed with the parameters.
   const std::string printed = ir::PrintGraph(**q);
   EXPECT_NE(printed.find("= qcc.QConv(%x:int8, %conv1:w"), std::string::npos) << printed;
   EXPECT_NE(printed.find("= qcc.Quantize(%x)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("const  %conv2:w : i8[8,8,1,1] q(8 scales on axis 0, "), std::string::npos)
+      << printed;
   const passes::QuantParams& px = d->params.at(g->FindValue("x"));
   EXPECT_NE(printed.find(absl::StrCat("i8[N,3,8,8] q(", px.scale, ", 0)")), std::string::npos)
       << printed;

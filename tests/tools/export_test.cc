@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "frontend/tensor_proto.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -333,6 +334,11 @@ TEST_F(ExportTest, InspectPrintsTheQuantizedGraphTheLoweringReads) {
   EXPECT_EQ(qconvs, kResnet20Convs);
   EXPECT_EQ(quantizes, 1);    // the image
   EXPECT_EQ(dequantizes, 1);  // the logits
+  EXPECT_NE(r.out.find(absl::StrCat("pass realize-int8: changed, nodes ")), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat("-", kResnet20Convs, " Conv")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat("+", kResnet20Convs, " qcc.QConv")), std::string::npos)
+      << r.out;
   ExpectOneLineError(Qcc({"inspect", Resnet20Model(), "--qdq"}), {"--passes"});
 }
 
