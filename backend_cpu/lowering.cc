@@ -204,6 +204,12 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
   if (ir::Int8FormOf(node.kind()) == ir::Int8Form::kMovement) {
     return LowerMovement(node, /*int8=*/true);
   }
+  if ((node.kind() == OpKind::kQConv || node.kind() == OpKind::kQGemm) && node.num_inputs() < 4) {
+    return absl::InternalError(absl::StrCat(
+        "node '", node.name(),
+        "' is in scale form (no int32 bias and multipliers): run the fold-scales pass first "
+        "(passes::RealizeInt8 does)"));
+  }
   // The int8 weights, bias and multipliers of a QConv or QGemm (constants of the quantized
   // graph), named after the node as plan weights.
   auto weights =

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -53,13 +54,21 @@ absl::Status VerifyQuantizedWeights(const Node& n) {
                                      "channel (axis 0)"));
   }
   const int64_t k = (*w->type().dims)[0];
-  for (int i : {2, 3}) {
+  // The scale form (passes/fold_scales.cc): at most an fp32 bias; the integer form: an int32
+  // bias and fp32 multipliers (and a float_result QGemm's optional fp32 bias after them).
+  const bool scale_form = n.num_inputs() <= 3;
+  const std::vector<int> operands = scale_form ? std::vector<int>{2} : std::vector<int>{2, 3, 4};
+  for (int i : operands) {
+    if (i >= n.num_inputs()) continue;
     const Value* c = n.input(i);
-    const DType want = i == 2 ? DType::kInt32 : DType::kFloat32;
-    if (c->constant() == nullptr || c->dtype() != want || c->constant()->numel() != k) {
-      return NodeError(n,
-                       absl::StrCat(i == 2 ? "bias '" : "multipliers '", c->name(), "' must be a ",
-                                    DTypeName(want), " constant of ", k, " elements"));
+    const bool required = !scale_form && i < 4;
+    if (c == nullptr && !required) continue;
+    const DType want = i == 2 && !scale_form ? DType::kInt32 : DType::kFloat32;
+    if (c == nullptr || c->constant() == nullptr || c->dtype() != want ||
+        c->constant()->numel() != k) {
+      return NodeError(
+          n, absl::StrCat(i == 3 ? "multipliers '" : "bias '", c != nullptr ? c->name() : "(none)",
+                          "' must be a ", DTypeName(want), " constant of ", k, " elements"));
     }
   }
   return absl::OkStatus();

@@ -50,6 +50,17 @@ std::unique_ptr<Pass> CreateFuseAttentionPass();
 /// input, when that output has no other use.
 std::unique_ptr<Pass> CreateFuseActivationPass();
 
+// The quantized graph of an int8 compile (passes/realize_int8.h; passes/cancel_qdq.cc,
+// passes/fold_scales.cc).
+/// cancel-qdq: removes Quantize(Dequantize(x)) onto x's own grid (same scale, zero point, type
+/// and saturation): its uses read x.
+std::unique_ptr<Pass> CreateCancelQdqPass();
+/// fold-scales: gives every qcc.QConv and qcc.QGemm still in its scale form (x int8, W int8 with
+/// per-channel scales, optional fp32 bias b) its integer form: the int32 bias
+/// round(b / (s_x * s_w[k])) - zp_x * sum(W[k]) and the multipliers s_x * s_w[k] / s_y; an
+/// fp32-result QGemm gets s_x * s_w[k] and keeps b as the fp32 bias added after scaling.
+std::unique_ptr<Pass> CreateFoldScalesPass();
+
 // Calibration (passes/insert_observers.cc).
 /// Adds an Observe node (observer_id 0, 1, ... in order of TensorsToObserve) on every tensor
 /// an int8 compile needs a range for: the non-constant float inputs and outputs of quantizable

@@ -211,6 +211,7 @@ QuantizedWeights QuantizeRows(const Tensor& w, const std::vector<float>& bias,
   float tensor_scale = WeightScale(tensor_amax);
   for (int64_t r = 0; r < rows; ++r) tensor_scale = widen(tensor_scale, needed[r]);
   QuantizedWeights q;
+  if (!bias.empty()) q.real_bias = Tensor::FromVector<float>(DType::kFloat32, {rows}, bias);
   q.weights = Tensor(DType::kInt8, w.dims());
   q.bias = Tensor(DType::kInt32, {rows});
   q.multiplier = Tensor(DType::kFloat32, {rows});
@@ -225,12 +226,9 @@ QuantizedWeights QuantizeRows(const Tensor& w, const std::vector<float>& bias,
       q.weights.data<int8_t>()[r * cols + c] = v;
       sum += v;
     }
-    const double b = bias.empty() ? 0.0 : bias[r];
-    const double bias_scale = static_cast<double>(in.scale * s_w);
-    // |round(b / bias_scale)| <= limit, and the zero-point correction adds at most 128 * 127 *
+    // |round(b / (s_in * s_w))| <= limit, and the zero-point correction adds at most 128 * 127 *
     // cols, which BiasLimit left room for.
-    const double folded = std::nearbyint(b / bias_scale) - static_cast<double>(in.zero_point) * sum;
-    q.bias.data<int32_t>()[r] = static_cast<int32_t>(folded);
+    q.bias.data<int32_t>()[r] = FoldedBias(bias.empty() ? 0.0f : bias[r], in, s_w, sum);
     q.multiplier.data<float>()[r] = RequantMultiplier(in.scale, s_w, out.scale);
   }
   return q;
@@ -354,6 +352,12 @@ void AssignFloatResults(const ir::Graph& graph,
 }
 
 }  // namespace
+
+int32_t FoldedBias(float b, const QuantParams& in, float s_w, int64_t weight_sum) {
+  const double bias_scale = static_cast<double>(in.scale * s_w);
+  return static_cast<int32_t>(std::nearbyint(static_cast<double>(b) / bias_scale) -
+                              static_cast<double>(in.zero_point) * weight_sum);
+}
 
 std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph,
                                                           const ir::Value& v) {

@@ -3,8 +3,9 @@
 // Input: the fused fp32 graph (passes::DefaultPipeline) and, per observed tensor, the range a
 // calibration method picked. Output: which nodes run in int8, the scale and zero point of every
 // int8 tensor, and the quantized weights, bias (zero-point correction folded in) and
-// requantization multipliers of every int8 Conv/Gemm. The lowering (backend_cpu/lower.h) turns
-// this into kernel steps, inserting Quantize/Dequantize where precision changes.
+// requantization multipliers of every int8 Conv/Gemm. passes::RealizeInt8 writes it into the IR
+// (qcc.Quantize/Dequantize, QConv, QGemm, QLut; the int32 bias and multipliers again by its
+// fold-scales pass, from the same FoldedBias and RequantMultiplier), which the lowering reads.
 #ifndef QCC_PASSES_QUANTIZE_H_
 #define QCC_PASSES_QUANTIZE_H_
 
@@ -55,6 +56,7 @@ struct QuantizedWeights {
   Tensor multiplier;  ///< f32 [K]: RequantMultiplier(s_in, s_w[k], s_out) (times Gemm's alpha);
                       ///< s_in * s_w[k] for a float_result MatMul
   Tensor float_bias;  ///< f32 [K]: a float_result MatMul's folded bias (undefined: none)
+  Tensor real_bias;   ///< f32 [K]: the float bias `bias` was folded from (undefined: none)
   std::vector<float> weight_scales;
 };
 
@@ -97,6 +99,10 @@ struct QuantDecision {
   int widened_nodes = 0;
   bool runs_int8(const ir::Node* n) const { return int8.contains(n); }
 };
+
+/// The int32 bias of one output channel of an int8 Conv/Gemm: round(b / (s_in * s_w)), the
+/// rounding in double, less the zero-point correction zp_in * sum(q_w) (`weight_sum`).
+int32_t FoldedBias(float b, const QuantParams& in, float s_w, int64_t weight_sum);
 
 /// The int8 parameters of a range: symmetric scale = max(|lo|, |hi|) / 127, zero point 0; or
 /// asymmetric scale = (hi - lo) / 255 and the zero point that maps lo to -128 (clamped). The

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
+#include "passes/passes.h"
 #include "support/status.h"
 
 namespace qcc::passes {
@@ -51,8 +52,8 @@ class Realizer {
   absl::StatusOr<ir::Value*> Plain(const ir::Value* v) {
     if (auto it = plain_.find(v); it != plain_.end()) return it->second;
     if (v->constant() != nullptr) return plain_[v] = out_->NewConstant(v->name(), *v->constant());
-    auto q = int8_.find(v);
-    if (q == int8_.end()) {
+    auto q = computed_.find(v);
+    if (q == computed_.end()) {
       return absl::InternalError(
           absl::StrCat("tensor '", v->name(), "' is used before it is computed"));
     }
@@ -65,12 +66,15 @@ class Realizer {
     return plain_[v] = dq->output(0);
   }
 
-  /// The int8 form of `v` (a Quantize of its fp32 form when only that exists).
+  /// The int8 form of `v` that int8 nodes read: a Quantize of its fp32 form, also when an int8
+  /// node computed it (Quantize(Dequantize(x)), which cancel-qdq removes).
   absl::StatusOr<ir::Value*> Int8(const ir::Value* v) {
     if (auto it = int8_.find(v); it != int8_.end()) return it->second;
     QCC_ASSIGN_OR_RETURN(ir::Value * x, Plain(v));
-    ir::Node* q = out_->AddNode(OpKind::kQuantize, absl::StrCat(v->name(), ":quantize"), {x},
-                                {absl::StrCat(v->name(), kInt8Suffix)});
+    const bool again = computed_.contains(v);
+    ir::Node* q = out_->AddNode(
+        OpKind::kQuantize, absl::StrCat(v->name(), again ? ":requantize" : ":quantize"), {x},
+        {absl::StrCat(v->name(), kInt8Suffix, again ? ":requantized" : "")});
     QCC_RETURN_IF_ERROR(SetInt8Type(v, q->output(0)));
     return int8_[v] = q->output(0);
   }
@@ -111,7 +115,7 @@ class Realizer {
     n->set_attrs(std::move(attrs));
     if (int8) {
       QCC_RETURN_IF_ERROR(SetInt8Type(result, n->output(0)));
-      int8_[result] = n->output(0);
+      computed_[result] = n->output(0);
     } else {
       n->output(0)->set_type(result->type());
       plain_[result] = n->output(0);
@@ -123,7 +127,7 @@ class Realizer {
     QCC_RETURN_IF_ERROR(CopyNode(node));
     // A graph output computed in int8 is dequantized right after it.
     for (const ir::Value* y : node.outputs()) {
-      if (int8_.contains(y) && !plain_.contains(y) && IsGraphOutput(y)) {
+      if (computed_.contains(y) && !plain_.contains(y) && IsGraphOutput(y)) {
         QCC_RETURN_IF_ERROR(Plain(y).status());
       }
     }
@@ -178,11 +182,16 @@ class Realizer {
       if (wi == d_.weights.end()) return Missing(node, "weights");
       const QuantizedWeights& w = wi->second;
       QCC_ASSIGN_OR_RETURN(ir::Value * x, Int8(node.input(0)));
+      // The scale form (fold-scales gives the integer one): int8 weights with their scales,
+      // and the float bias.
+      std::vector<ir::Value*> ins = {x, Weights(node, w)};
+      auto fr = d_.float_result.find(&node);
+      const bool float_result = fr != d_.float_result.end();
+      if (float_result && w.real_bias.defined()) return Missing(node, "bias of an fp32 result");
+      const Tensor& bias = float_result ? w.float_bias : w.real_bias;
+      if (bias.defined()) ins.push_back(Constant(node, ":fbias", bias));
       if (node.kind() == OpKind::kConv) {
-        return Emit(node, OpKind::kQConv, node.attrs_variant(),
-                    {x, Weights(node, w), Constant(node, ":bias", w.bias),
-                     Constant(node, ":multiplier", w.multiplier)},
-                    y, true);
+        return Emit(node, OpKind::kQConv, node.attrs_variant(), std::move(ins), y, true);
       }
       ir::QGemmAttrs a;
       if (node.kind() == OpKind::kGemm) {
@@ -192,19 +201,9 @@ class Realizer {
         a.activation_min = g.activation_min;
         a.activation_max = g.activation_max;
       }
-      auto fr = d_.float_result.find(&node);
-      if (fr == d_.float_result.end()) {
-        return Emit(node, OpKind::kQGemm, a,
-                    {x, Weights(node, w), Constant(node, ":bias", w.bias),
-                     Constant(node, ":multiplier", w.multiplier)},
-                    y, true);
-      }
-      a.float_result = 1;
-      std::vector<ir::Value*> ins = {x, Weights(node, w), Constant(node, ":bias", w.bias),
-                                     Constant(node, ":scale", w.multiplier)};
-      if (w.float_bias.defined()) ins.push_back(Constant(node, ":fbias", w.float_bias));
-      return Emit(node, OpKind::kQGemm, a, std::move(ins),
-                  fr->second != nullptr ? fr->second->output(0) : y, false);
+      a.float_result = float_result ? 1 : 0;
+      const ir::Value* result = float_result && fr->second != nullptr ? fr->second->output(0) : y;
+      return Emit(node, OpKind::kQGemm, a, std::move(ins), result, !float_result);
     }
     auto lut = d_.luts.find(&node);
     if (lut == d_.luts.end()) return Missing(node, "int8 form for its op");
@@ -222,7 +221,8 @@ class Realizer {
     for (const ir::Value* v : node.inputs()) {
       if (v == nullptr) {
         ins.push_back(nullptr);
-      } else if (auto q = int8_.find(v); dims_only && q != int8_.end() && !plain_.contains(v)) {
+      } else if (auto q = computed_.find(v);
+                 dims_only && q != computed_.end() && !plain_.contains(v)) {
         ins.push_back(q->second);
       } else {
         QCC_ASSIGN_OR_RETURN(ir::Value * in, Plain(v));
@@ -247,8 +247,9 @@ class Realizer {
   const ir::Graph& in_;
   const QuantDecision& d_;
   std::unique_ptr<ir::Graph> out_;
-  /// The fused graph's values in the quantized graph: as computed, and in int8.
-  absl::flat_hash_map<const ir::Value*, ir::Value*> plain_, int8_;
+  /// The fused graph's values in the quantized graph: in float, as an int8 node computed them,
+  /// and as int8 nodes read them.
+  absl::flat_hash_map<const ir::Value*, ir::Value*> plain_, computed_, int8_;
 };
 
 }  // namespace
@@ -259,9 +260,25 @@ std::string FloatTensorName(const ir::Value& int8_value) {
   return std::string(name);
 }
 
+Pipeline Int8Pipeline() {
+  Pipeline p;
+  p.push_back(CreateCancelQdqPass());
+  p.push_back(CreateEliminateDeadCodePass());
+  p.push_back(CreateFoldScalesPass());
+  return p;
+}
+
 absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(const ir::Graph& graph,
-                                                       const QuantDecision& decision) {
-  return Realizer(graph, decision).Run();
+                                                       const QuantDecision& decision,
+                                                       std::vector<PassRecord>* records) {
+  QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized, Realizer(graph, decision).Run());
+  PassRecord realized = RecordRewrite("realize-int8", graph, *quantized);
+  QCC_ASSIGN_OR_RETURN(std::vector<PassRecord> passes, RunPipeline(*quantized, Int8Pipeline()));
+  if (records != nullptr) {
+    records->push_back(std::move(realized));
+    records->insert(records->end(), passes.begin(), passes.end());
+  }
+  return quantized;
 }
 
 }  // namespace qcc::passes

@@ -6,10 +6,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/graph.h"
+#include "passes/pass.h"
 #include "passes/quantize.h"
 
 namespace qcc::passes {
@@ -22,25 +24,37 @@ inline constexpr absl::string_view kInt8Suffix = ":int8";
 std::string FloatTensorName(const ir::Value& int8_value);
 
 /// Writes `decision`, made for the fused graph `graph`, into a new graph where quantization is
-/// explicit:
+/// explicit, in two steps.
+///
+/// realize-int8 quantizes each node on its own:
 /// - every tensor that exists in int8 (decision.params) is a value `NAME:int8` of dtype int8
 ///   with its parameters (Value::quant) and saturation interval (Value::saturation);
-/// - qcc.Quantize makes it from the fp32 tensor where an int8 node reads a tensor computed in
-///   float (or a constant, or a graph input), and qcc.Dequantize gives the fp32 tensor back where
-///   a float node or a graph output reads one computed in int8; each sits just before the node
-///   that first needs it (a graph output's just after its producer);
-/// - int8 Conv, Gemm and MatMul nodes become qcc.QConv and qcc.QGemm with their int8 weights,
-///   int32 bias and requantization multipliers as constants (fp32-result GEMMs with the bias Add
-///   folded into them take that Add's output); dynamic ones become qcc.DynamicQGemm; int8
-///   table-driven nodes become qcc.QLut with their table; other int8 nodes (Add, pools, Concat,
-///   data movement) keep their kind and read and write int8 values; int8 attention nodes have
-///   AttentionAttrs::qcc_int8 set;
+/// - every int8 node reads its int8 inputs through a qcc.Quantize of their fp32 form, and its
+///   int8 result is given back in fp32 by a qcc.Dequantize; each sits just before the node that
+///   first needs it (a graph output's just after its producer);
+/// - int8 Conv, Gemm and MatMul nodes become qcc.QConv and qcc.QGemm in scale form: their int8
+///   weights with per-channel scales (Value::channel_scales) and their float bias (fp32-result
+///   GEMMs with the bias Add folded into them take that Add's output and bias); dynamic ones
+///   become qcc.DynamicQGemm; int8 table-driven nodes become qcc.QLut with their table; other
+///   int8 nodes (Add, pools, Concat, data movement) keep their kind and read and write int8
+///   values; int8 attention nodes have AttentionAttrs::qcc_int8 set;
 /// - every other node, value and constant is copied with its name, in order.
+///
+/// Int8Pipeline then runs as ordinary passes: cancel-qdq removes each Quantize(Dequantize(x))
+/// between two int8 nodes, eliminate-dead-code the Dequantize nothing reads any more, and
+/// fold-scales gives QConv and QGemm their int32 bias and requantization multipliers.
+///
 /// Values and nodes keep the fused graph's names, so the plan lowered from it names its buffers
 /// and steps as before. The result passes ir::Verify. Internal when `decision` does not fit
-/// `graph` (a node or tensor it names without parameters).
+/// `graph` (a node or tensor it names without parameters). `records`, when given, gets one
+/// record per step (realize-int8, then the pipeline's), as `qcc inspect --passes` prints them.
 absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(const ir::Graph& graph,
-                                                       const QuantDecision& decision);
+                                                       const QuantDecision& decision,
+                                                       std::vector<PassRecord>* records = nullptr);
+
+/// The passes RealizeInt8 runs on the graph it writes: cancel-qdq, eliminate-dead-code,
+/// fold-scales.
+Pipeline Int8Pipeline();
 
 }  // namespace qcc::passes
 

@@ -98,8 +98,7 @@ absl::Status InspectCommand(const InspectOptions& opts) {
       QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, {}));
     } else {
       QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized,
-                           passes::RealizeInt8(*graph, decision));
-      records.push_back(passes::RecordRewrite("realize-int8", *graph, *quantized));
+                           passes::RealizeInt8(*graph, decision, &records));
       graph = std::move(quantized);
     }
   }

@@ -177,6 +177,164 @@ TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
       << printed;
 }
 
+TEST(RealizeInt8Test, EachNodeIsQuantizedAloneThenPassesCancelTheQdqPairsAndFoldTheScales) {
+  const std::unique_ptr<ir::Graph> g = SmallNet();
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  std::vector<passes::PassRecord> records;
+  absl::StatusOr<std::unique_ptr<ir::Graph>> q = passes::RealizeInt8(*g, *d, &records);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0].name, "realize-int8");
+  EXPECT_EQ(records[1].name, "cancel-qdq");
+  EXPECT_EQ(records[2].name, "eliminate-dead-code");
+  EXPECT_EQ(records[3].name, "fold-scales");
+  // Each int8 node reads through its own Quantize: 8 int8 nodes read 9 int8 inputs (the Add
+  // two), of 8 distinct tensors (the pool's output is read twice); x is the only one computed
+  // in float, so 7 Quantize(Dequantize) pairs cancel, and 6 of those Dequantize go: nothing
+  // reads them any more, where `pooled`'s is a graph output.
+  EXPECT_NE(records[0].summary.find("+8 qcc.Quantize"), std::string::npos) << records[0].summary;
+  EXPECT_EQ(records[1].summary, "-7 qcc.Quantize");
+  EXPECT_EQ(records[2].summary, "-6 qcc.Dequantize");
+  EXPECT_TRUE(records[3].changed);
+  EXPECT_EQ(records[3].nodes_before, records[3].nodes_after);
+  EXPECT_EQ(records[3].nodes_after, static_cast<int>((*q)->nodes().size()));
+
+  // fold-scales gives the bias and multipliers the decision computed, bit for bit.
+  for (const char* name : {"conv1", "conv2", "fc"}) {
+    const ir::Node* folded = NodeNamed(**q, name);
+    ASSERT_NE(folded, nullptr) << name;
+    ASSERT_EQ(folded->num_inputs(), 4) << name;
+    const passes::QuantizedWeights& w = d->weights.at(NodeNamed(*g, name));
+    for (int i : {2, 3}) {
+      const Tensor& want = i == 2 ? w.bias : w.multiplier;
+      const Tensor* got = folded->input(i)->constant();
+      ASSERT_NE(got, nullptr) << name;
+      ASSERT_EQ(got->dtype(), want.dtype()) << name;
+      ASSERT_EQ(got->nbytes(), want.nbytes()) << name;
+      EXPECT_EQ(std::memcmp(got->raw(), want.raw(), want.nbytes()), 0) << name << " input " << i;
+    }
+  }
+}
+
+/// x fp32 [1,1,2,2] -> Quantize (0.5, zp 3) -> `kind` in scale form: W int8 [2,1,1,1] = {2, -4}
+/// with scales {0.25, 0.5}, fp32 bias {1, -2} -> y (int8 (0.1, zp -2), or fp32 for a
+/// float_result QGemm on [1, 1] rows) -> Dequantize.
+std::unique_ptr<ir::Graph> ScaleForm(OpKind kind) {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  const bool gemm = kind == OpKind::kQGemm;
+  const Dims dims = gemm ? Dims{1, 1} : Dims{1, 1, 2, 2};
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, dims));
+  ir::Node* q = g->AddNode(OpKind::kQuantize, "q", {x}, {"x:int8"});
+  q->output(0)->set_type(ir::TensorType(DType::kInt8, dims));
+  q->output(0)->set_quant({0.5f, 3});
+  ir::Value* w = g->NewConstant(
+      "w", Tensor::FromVector<int8_t>(DType::kInt8, gemm ? Dims{2, 1} : Dims{2, 1, 1, 1}, {2, -4}));
+  w->set_channel_scales({{0.25f, 0.5f}, 0});
+  ir::Value* b =
+      g->NewConstant("b", Tensor::FromVector<float>(DType::kFloat32, {2}, {1.0f, -2.0f}));
+  ir::Node* n = g->AddNode(kind, "n", {q->output(0), w, b}, {"y"});
+  if (gemm) {
+    n->mutable_attrs<ir::QGemmAttrs>().float_result = 1;
+    g->AddOutput(n->output(0));
+  } else {
+    n->output(0)->set_quant({0.1f, -2});
+    ir::Node* dq = g->AddNode(OpKind::kDequantize, "dq", {n->output(0)}, {"out"});
+    dq->mutable_attrs<ir::CastAttrs>().to = DType::kFloat32;
+    g->AddOutput(dq->output(0));
+  }
+  EXPECT_TRUE(ir::InferShapes(*g).ok());
+  EXPECT_TRUE(ir::Verify(*g).ok()) << ir::Verify(*g);
+  return g;
+}
+
+TEST(FoldScalesTest, TheInt32BiasAndMultipliersComeFromTheScales) {
+  std::unique_ptr<ir::Graph> g = ScaleForm(OpKind::kQConv);
+  // The lowering takes only the integer form.
+  cpu::LowerOptions options;
+  absl::StatusOr<runtime::Plan> unfolded = cpu::LowerToCpuPlan(*g, options);
+  ASSERT_FALSE(unfolded.ok());
+  EXPECT_NE(unfolded.status().message().find("run the fold-scales pass"), std::string::npos)
+      << unfolded.status();
+
+  passes::Pipeline fold;
+  fold.push_back(passes::CreateFoldScalesPass());
+  absl::StatusOr<std::vector<passes::PassRecord>> r = passes::RunPipeline(*g, fold);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE((*r)[0].changed);
+  const ir::Node* n = NodeNamed(*g, "n");
+  ASSERT_EQ(n->num_inputs(), 4);
+  // bias = round(b / (s_x s_w)) - zp_x sum(w): round(1 / 0.125) - 3 * 2 = 2 and
+  // round(-2 / 0.25) - 3 * -4 = 4; multiplier = s_x s_w / s_y: 0.125 / 0.1 and 0.25 / 0.1.
+  const Tensor* bias = n->input(2)->constant();
+  const Tensor* multiplier = n->input(3)->constant();
+  ASSERT_NE(bias, nullptr);
+  ASSERT_NE(multiplier, nullptr);
+  ASSERT_EQ(bias->dtype(), DType::kInt32);
+  EXPECT_EQ(bias->data<int32_t>()[0], 2);
+  EXPECT_EQ(bias->data<int32_t>()[1], 4);
+  EXPECT_EQ(multiplier->data<float>()[0], 0.125f / 0.1f);
+  EXPECT_EQ(multiplier->data<float>()[1], 0.25f / 0.1f);
+  EXPECT_EQ(g->FindValue("b"), nullptr);  // the fp32 bias is gone
+  EXPECT_TRUE(cpu::LowerToCpuPlan(*g, options).ok());
+  // A second run finds nothing in scale form.
+  r = passes::RunPipeline(*g, fold);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE((*r)[0].changed);
+}
+
+TEST(FoldScalesTest, AnFp32ResultKeepsItsBiasInFloat) {
+  std::unique_ptr<ir::Graph> g = ScaleForm(OpKind::kQGemm);
+  passes::Pipeline fold;
+  fold.push_back(passes::CreateFoldScalesPass());
+  ASSERT_TRUE(passes::RunPipeline(*g, fold).ok());
+  const ir::Node* n = NodeNamed(*g, "n");
+  ASSERT_EQ(n->num_inputs(), 5);
+  // The int32 bias only corrects the zero point: -3 * 2 and -3 * -4; the scale is s_x s_w.
+  EXPECT_EQ(n->input(2)->constant()->data<int32_t>()[0], -6);
+  EXPECT_EQ(n->input(2)->constant()->data<int32_t>()[1], 12);
+  EXPECT_EQ(n->input(3)->name(), "n:scale");
+  EXPECT_EQ(n->input(3)->constant()->data<float>()[0], 0.5f * 0.25f);
+  EXPECT_EQ(n->input(3)->constant()->data<float>()[1], 0.5f * 0.5f);
+  EXPECT_EQ(n->input(4)->name(), "b");
+}
+
+TEST(CancelQdqTest, OnlyAPairOnTheSameGridCancels) {
+  // x -> Q(0.1, 0) -> a:int8 -> DQ -> a -> Q(0.1, 0) -> same:int8 -> DQ -> out1
+  //                                     a -> Q(0.2, 0) -> other:int8 -> DQ -> out2
+  ir::Graph g;
+  g.set_opset(17);
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {4}));
+  auto quantize = [&](ir::Value* in, const std::string& name, float scale) {
+    ir::Node* q = g.AddNode(OpKind::kQuantize, name + ":q", {in}, {name + ":int8"});
+    q->output(0)->set_type(ir::TensorType(DType::kInt8, {4}));
+    q->output(0)->set_quant({scale, 0});
+    return q->output(0);
+  };
+  auto dequantize = [&](ir::Value* in, const std::string& name) {
+    ir::Node* dq = g.AddNode(OpKind::kDequantize, name + ":dq", {in}, {name});
+    dq->mutable_attrs<ir::CastAttrs>().to = DType::kFloat32;
+    dq->output(0)->set_type(ir::TensorType(DType::kFloat32, {4}));
+    return dq->output(0);
+  };
+  ir::Value* a = dequantize(quantize(x, "a", 0.1f), "a");
+  ir::Value* same = quantize(a, "same", 0.1f);
+  ir::Value* other = quantize(a, "other", 0.2f);
+  g.AddOutput(dequantize(same, "out1"));
+  g.AddOutput(dequantize(other, "out2"));
+  ASSERT_TRUE(ir::Verify(g).ok()) << ir::Verify(g);
+  passes::Pipeline cancel;
+  cancel.push_back(passes::CreateCancelQdqPass());
+  absl::StatusOr<std::vector<passes::PassRecord>> r = passes::RunPipeline(g, cancel);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].summary, "-1 qcc.Quantize");
+  EXPECT_EQ(g.FindValue("same:int8"), nullptr);
+  EXPECT_EQ(g.outputs()[0]->producer()->input(0)->name(), "a:int8");
+  ASSERT_NE(g.FindValue("other:int8"), nullptr);  // another grid: rounding, kept
+  EXPECT_EQ(g.outputs()[1]->producer()->input(0)->name(), "other:int8");
+}
+
 TEST(RealizeInt8Test, ItsPlanRunsTheInt8StepsCloseToFp32) {
   const std::unique_ptr<ir::Graph> g = SmallNet();
   absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});

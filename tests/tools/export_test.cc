@@ -339,6 +339,10 @@ TEST_F(ExportTest, InspectPrintsTheQuantizedGraphTheLoweringReads) {
   EXPECT_NE(r.out.find(absl::StrCat("-", kResnet20Convs, " Conv")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(absl::StrCat("+", kResnet20Convs, " qcc.QConv")), std::string::npos)
       << r.out;
+  // Then the passes on the quantized graph: the pairs between int8 nodes cancel, and the scales
+  // fold into integer bias and multipliers.
+  EXPECT_NE(r.out.find("pass cancel-qdq: changed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass fold-scales: changed"), std::string::npos) << r.out;
   ExpectOneLineError(Qcc({"inspect", Resnet20Model(), "--qdq"}), {"--passes"});
 }
 
