@@ -172,6 +172,23 @@ void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int
   });
 }
 
+void PackWeightRowBlocks(const ConvF32Params& p, const float* w, int64_t rows, float* packed) {
+  const int64_t mg = p.out_channels / p.groups;
+  const int64_t k = p.in_channels / p.groups * p.kernel_size();
+  const int64_t blocks = (mg + rows - 1) / rows;
+  for (int64_t grp = 0; grp < p.groups; ++grp) {
+    for (int64_t mb = 0; mb < blocks; ++mb) {
+      float* dst = packed + (grp * blocks + mb) * k * rows;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t m = mb * rows + r;
+          dst[kk * rows + r] = m < mg ? w[(grp * mg + m) * k + kk] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace internal
 
 namespace {
@@ -185,7 +202,8 @@ bool UseDepthwiseDirect(const ConvF32Params& p) {
 
 int64_t ConvF32WorkspaceSize(const ConvF32Params& p) {
   if (UseDepthwiseDirect(p)) return 0;
-  return ConvF32HasAvx512() ? ConvF32Avx512WorkspaceSize(p) : ConvF32Im2colWorkspaceSize(p);
+  if (ConvF32HasAvx512()) return ConvF32Avx512WorkspaceSize(p);
+  return ConvF32HasAvx2() ? ConvF32Avx2WorkspaceSize(p) : ConvF32Im2colWorkspaceSize(p);
 }
 
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
@@ -198,6 +216,8 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
     }
   } else if (ConvF32HasAvx512()) {
     ConvF32Im2colAvx512(p, x, w, bias, y, workspace);
+  } else if (ConvF32HasAvx2()) {
+    ConvF32Avx2(p, x, w, bias, y, workspace);
   } else {
     ConvF32Im2col(p, x, w, bias, y, workspace);
   }
@@ -205,32 +225,44 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
 
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
   // Depthwise convolutions (but 1x1 ones) run direct on w; 1x1 ones pack per call.
-  if ((p.groups > 1 && p.IsDepthwise()) || !ConvF32HasAvx512()) return {};
-  std::vector<float> packed(ConvF32Avx512PackedSize(p));
-  PackConvF32Avx512(p, w, packed.data());
-  return packed;
+  if (p.groups > 1 && p.IsDepthwise()) return {};
+  if (ConvF32HasAvx512()) {
+    std::vector<float> packed(ConvF32Avx512PackedSize(p));
+    PackConvF32Avx512(p, w, packed.data());
+    return packed;
+  }
+  if (ConvF32HasAvx2()) {
+    std::vector<float> packed(ConvF32Avx2PackedSize(p));
+    PackConvF32Avx2(p, w, packed.data());
+    return packed;
+  }
+  return {};
 }
 
 namespace {
 
-/// ConvF32WithPacked takes the packed path: ConvF32 would pick the AVX-512 microkernel.
+/// ConvF32WithPacked takes the packed path: ConvF32 would pick a microkernel (AVX-512 or AVX2,
+/// which PackConvF32Weights packed for on this CPU).
 bool UsePacked(const ConvF32Params& p, const std::vector<float>& packed) {
-  return !packed.empty() && !UseDepthwiseDirect(p) && ConvF32HasAvx512();
+  return !packed.empty() && !UseDepthwiseDirect(p) && (ConvF32HasAvx512() || ConvF32HasAvx2());
 }
 
 }  // namespace
 
 int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed) {
-  return UsePacked(p, packed) ? ConvF32Avx512ColumnsSize(p) : ConvF32WorkspaceSize(p);
+  if (!UsePacked(p, packed)) return ConvF32WorkspaceSize(p);
+  return ConvF32HasAvx512() ? ConvF32Avx512ColumnsSize(p) : ConvF32Avx2ColumnsSize(p);
 }
 
 void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
                        const std::vector<float>& packed, const float* bias, float* y,
                        float* workspace) {
-  if (UsePacked(p, packed)) {
+  if (!UsePacked(p, packed)) {
+    ConvF32(p, x, w, bias, y, workspace);
+  } else if (ConvF32HasAvx512()) {
     ConvF32Im2colAvx512Packed(p, x, packed.data(), bias, y, workspace);
   } else {
-    ConvF32(p, x, w, bias, y, workspace);
+    ConvF32Avx2Packed(p, x, packed.data(), bias, y, workspace);
   }
 }
 

@@ -42,13 +42,13 @@ int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
 /// with x zero outside its extents and act = p.activation. Shapes: x [N, C, in], w [M, C/groups,
 /// kernel], bias [M] or null, y [N, M, out]; `workspace` holds ConvF32WorkspaceSize(p) floats.
 /// Picks the kernel below that fits: direct depthwise, the AVX-512 microkernel where the CPU has
-/// it, else im2col + sgemm. No allocation.
+/// it, else the AVX2 one where it has AVX2 and FMA, else im2col + sgemm. No allocation.
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace);
 
 /// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
-/// w as it is (depthwise, or no AVX-512). They depend on channels, groups and the kernel's
-/// volume only, not on batch, extents or threads. For ConvF32WithPacked on convolutions of
+/// w as it is (depthwise, or neither AVX-512 nor AVX2). They depend on channels, groups and the
+/// kernel's volume only, not on batch, extents or threads. For ConvF32WithPacked on convolutions of
 /// the same weights.
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
 /// Floats of scratch ConvF32WithPacked needs.
@@ -90,6 +90,28 @@ int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p);
 /// load time); `columns` holds ConvF32Avx512ColumnsSize(p) floats. The same bits.
 void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
                                const float* bias, float* y, float* columns);
+
+/// True when this CPU runs ConvF32Avx2 (AVX2 and FMA) and not the AVX-512 path (no avx512f).
+bool ConvF32HasAvx2();
+/// Floats of scratch ConvF32Avx2 needs: packed weights plus one im2col band per thread.
+int64_t ConvF32Avx2WorkspaceSize(const ConvF32Params& p);
+/// ConvF32's contract with an AVX2/FMA GEMM microkernel (4 output channels x 24 positions per
+/// register tile) over per-thread column bands (im2col; a pointwise convolution's x in panels);
+/// parallel over (image, group, band or block of channels) on p.num_threads threads. Each output is
+/// the bias plus one fused multiply-add per k in (channel, tap) order (the AVX-512 tiles' order).
+/// Packs w into the workspace first. Call only when Cpu() has avx2 and fma; not for depthwise
+/// convolutions.
+void ConvF32Avx2(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                 float* y, float* workspace);
+/// Floats of w packed for the AVX2 microkernel (shape only, as ConvF32Avx512PackedSize).
+int64_t ConvF32Avx2PackedSize(const ConvF32Params& p);
+/// Packs w ([M, C/groups, kernel]) into `packed` (ConvF32Avx2PackedSize(p) floats).
+void PackConvF32Avx2(const ConvF32Params& p, const float* w, float* packed);
+/// Floats of column bands ConvF32Avx2Packed needs (one per thread).
+int64_t ConvF32Avx2ColumnsSize(const ConvF32Params& p);
+/// ConvF32Avx2 on weights packed once by PackConvF32Avx2; the same bits.
+void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* packed,
+                       const float* bias, float* y, float* columns);
 
 /// True when ConvF32DepthwiseAvx512 takes `p`: depthwise, no depth axis, stride 1 or 2 in x.
 bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p);

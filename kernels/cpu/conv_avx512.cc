@@ -38,12 +38,7 @@ constexpr int64_t kMaxImplicitTaps = 64;
 // im2col buffer per thread: a quarter of a 2 MiB L2, so it stays cached for the GEMM.
 constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
 
-/// A row stride of at least `floats` floats spanning an odd number of 64-byte lines, so that
-/// consecutive rows of a buffer fall in different L1 sets.
-int64_t OddLineStride(int64_t floats) {
-  const int64_t lines = (floats + 15) / 16;
-  return (lines | 1) * 16;
-}
+using internal::OddLineStride;
 
 struct Geometry {
   int64_t cg, mg, k, kvol, m_blocks, m_chunks, m_chunk_blocks;
@@ -72,7 +67,8 @@ Geometry GeometryOf(const ConvF32Params& p) {
   g.rows =
       g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
   const int64_t threads = std::max(1, p.num_threads);
-  const int64_t images = p.batch * p.groups;
+  // At least 1 and a block: an empty convolution (batch or channels 0) still gets a geometry.
+  const int64_t images = std::max<int64_t>(1, p.batch * p.groups);
   g.m_chunks = 1;
   if (!g.pointwise && !g.implicit) {
     g.band_rows =
@@ -103,7 +99,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
     }
   }
   g.bands = (g.rows + g.band_rows - 1) / g.band_rows;
-  g.m_chunk_blocks = (g.m_blocks + g.m_chunks - 1) / g.m_chunks;
+  g.m_chunk_blocks = std::max<int64_t>(1, (g.m_blocks + g.m_chunks - 1) / g.m_chunks);
   g.m_chunks = (g.m_blocks + g.m_chunk_blocks - 1) / g.m_chunk_blocks;
   return g;
 }
@@ -595,20 +591,7 @@ void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
     }
     return;
   }
-  // Weights of each group as blocks of 8 rows, k-major: packed[(grp, mb)][k][r], with k in
-  // w's (channel, tap) order. (Geometry's shape fields; its split does not matter here.)
-  const Geometry g = GeometryOf(p);
-  for (int64_t grp = 0; grp < p.groups; ++grp) {
-    for (int64_t mb = 0; mb < g.m_blocks; ++mb) {
-      float* dst = packed + (grp * g.m_blocks + mb) * g.k * kMr;
-      for (int64_t kk = 0; kk < g.k; ++kk) {
-        for (int64_t r = 0; r < kMr; ++r) {
-          const int64_t m = mb * kMr + r;
-          dst[kk * kMr + r] = m < g.mg ? w[(grp * g.mg + m) * g.k + kk] : 0.0f;
-        }
-      }
-    }
-  }
+  internal::PackWeightRowBlocks(p, w, kMr, packed);
 }
 
 int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p) {

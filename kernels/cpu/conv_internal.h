@@ -14,6 +14,19 @@ namespace qcc::cpu::internal {
 void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int64_t r0, int64_t r1,
                    float* col, int64_t ld, int64_t col_offset, int num_threads);
 
+/// A row stride of at least `floats` floats spanning an odd number of 64-byte lines, so that
+/// consecutive rows of a buffer fall in different L1 sets.
+inline int64_t OddLineStride(int64_t floats) {
+  const int64_t lines = (floats + 15) / 16;
+  return (lines | 1) * 16;
+}
+
+/// w ([M, C/groups, kernel]) packed for a microkernel with `rows` output channels per tile:
+/// each group's channels in blocks of `rows`, k-major, k in w's (channel, tap) order:
+/// packed[(group, block)][k][r] = w[group's channel block * rows + r][k], zero past the group's
+/// last channel. groups * ceil(M/groups / rows) * rows * k floats.
+void PackWeightRowBlocks(const ConvF32Params& p, const float* w, int64_t rows, float* packed);
+
 }  // namespace qcc::cpu::internal
 
 #endif  // QCC_KERNELS_CPU_CONV_INTERNAL_H_

@@ -3,8 +3,9 @@
 // narrower paths on a wider CPU: "baseline" (x86-64 only), "avx2" (AVX2, FMA, BMI2), "avx512" (no
 // VNNI/VBMI); unset or "native" is what the CPU has. The int8 kernels and the SIMD builds give
 // the same bits on every path, so an int8 plan's outputs do not depend on it
-// (tests/cpu_paths/cpu_paths.py checks that end to end); the fp32 convolution sums in another
-// order on AVX-512 than on the im2col + sgemm path.
+// (tests/cpu_paths/cpu_paths.py checks that end to end). The fp32 convolution's AVX-512 and AVX2
+// microkernels sum in one order (one fused multiply-add per k); the baseline path (im2col +
+// sgemm) sums in another.
 #ifndef QCC_KERNELS_CPU_CPU_FEATURES_H_
 #define QCC_KERNELS_CPU_CPU_FEATURES_H_
 

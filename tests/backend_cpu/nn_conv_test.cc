@@ -1,9 +1,12 @@
 // Conv on the CPU against hand values and a naive direct convolution written here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu_features.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
@@ -50,6 +53,42 @@ Tensor NaiveConv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t grou
             yp[(((n * m_all + m) * o3[0] + oz) * o3[1] + oy) * o3[2] + ox] =
                 static_cast<float>(acc);
           }
+  return y;
+}
+
+/// The AVX2 microkernel's sum (conv_avx2.cc): the bias (or 0), then one std::fma per
+/// k = (channel, tap) in that order, a tap outside x multiplying 0 (the im2col's zeros), then
+/// the activation. Exact: its bits, not an approximation.
+Tensor FmaChainConv(const cpu::ConvF32Params& p, const float* x, const float* w, const float* bias,
+                    const Dims& out_dims) {
+  Tensor y(DType::kFloat32, out_dims);
+  const int64_t cg = p.in_channels / p.groups, mg = p.out_channels / p.groups;
+  const int64_t kvol = p.kernel_size(), out_sp = p.out_size(), in_sp = p.in_size();
+  for (int64_t n = 0; n < p.batch; ++n) {
+    for (int64_t m = 0; m < p.out_channels; ++m) {
+      const int64_t grp = m / mg;
+      for (int64_t q = 0; q < out_sp; ++q) {
+        const int64_t o[3] = {q / (p.out[1] * p.out[2]), q / p.out[2] % p.out[1], q % p.out[2]};
+        float acc = bias != nullptr ? bias[m] : 0.0f;
+        for (int64_t c = 0; c < cg; ++c) {
+          const float* xc = x + (n * p.in_channels + grp * cg + c) * in_sp;
+          for (int64_t t = 0; t < kvol; ++t) {
+            const int64_t k[3] = {t / (p.kernel[1] * p.kernel[2]), t / p.kernel[2] % p.kernel[1],
+                                  t % p.kernel[2]};
+            int64_t at = 0;
+            bool inside = true;
+            for (int a = 0; a < 3; ++a) {
+              const int64_t i = o[a] * p.stride[a] - p.pad[a] + k[a] * p.dilation[a];
+              inside = inside && i >= 0 && i < p.in[a];
+              at = at * p.in[a] + i;
+            }
+            acc = std::fma(w[(m * cg + c) * kvol + t], inside ? xc[at] : 0.0f, acc);
+          }
+        }
+        y.data<float>()[(n * p.out_channels + m) * out_sp + q] = p.activation(acc);
+      }
+    }
+  }
   return y;
 }
 
@@ -197,8 +236,8 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
     cpu::ConvF32Params one = p;
     one.batch = 1;
     const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
-    EXPECT_EQ(packed.empty(),
-              !cpu::ConvF32HasAvx512() || (p.IsDepthwise() && cc.group > 1 && !p.IsPointwise()));
+    const bool microkernel = cpu::ConvF32HasAvx512() || cpu::ConvF32HasAvx2();
+    EXPECT_EQ(packed.empty(), !microkernel || (p.IsDepthwise() && cc.group > 1));
     for (int threads : {1, 3}) {
       p.num_threads = threads;
       Tensor direct(DType::kFloat32, want.dims()), with_packed(DType::kFloat32, want.dims());
@@ -219,6 +258,20 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
                                  ws.data());
         EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "avx512, threads " << threads;
       }
+      // Wherever the CPU can run it (ConvF32 picks it only without AVX-512), bit for bit the
+      // std::fma chain.
+      if (cpu::Cpu().avx2 && cpu::Cpu().fma &&
+          !(p.IsDepthwise() && cc.group > 1 && !p.IsPointwise())) {
+        y = Tensor(DType::kFloat32, want.dims());
+        ws.assign(cpu::ConvF32Avx2WorkspaceSize(p) + 1, 0.0f);
+        cpu::ConvF32Avx2(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), ws.data());
+        EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "avx2, threads " << threads;
+        EXPECT_EQ(
+            CompareTensors(y, FmaChainConv(p, x.data<float>(), w.data<float>(), bias, want.dims()),
+                           0, 0),
+            "")
+            << "avx2 bits, threads " << threads;
+      }
       if (p.IsDepthwise()) {
         y = Tensor(DType::kFloat32, want.dims());
         cpu::ConvF32DepthwiseDirect(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
@@ -229,6 +282,37 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
         cpu::ConvF32DepthwiseAvx512(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
         EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "")
             << "depthwise avx512, threads " << threads;
+      }
+    }
+  }
+}
+
+// An empty convolution (no images, or no output channels) gives an empty result on every
+// kernel path and thread count: sizes, packing and the run itself (no division by zero).
+TEST(NnConvTest, EmptyConvolutionsRunOnEveryPath) {
+  for (int64_t batch : {0, 2}) {
+    for (int64_t out_channels : {0, 8}) {
+      for (int threads : {1, 4}) {
+        cpu::ConvF32Params p;
+        p.batch = batch;
+        p.in_channels = 4;
+        p.out_channels = out_channels;
+        p.in = {1, 6, 6};
+        p.out = {1, 6, 6};
+        p.kernel = {1, 3, 3};
+        p.pad = {0, 1, 1};
+        p.num_threads = threads;
+        const std::vector<float> x(std::max<int64_t>(1, batch * 4 * 36), 1.0f);
+        const std::vector<float> w(std::max<int64_t>(1, out_channels * 4 * 9), 0.5f);
+        std::vector<float> y(std::max<int64_t>(1, batch * out_channels * 36), -1.0f);
+        const std::vector<float> packed = cpu::PackConvF32Weights(p, w.data());
+        std::vector<float> ws(cpu::ConvF32WithPackedWorkspaceSize(p, packed) +
+                              cpu::ConvF32WorkspaceSize(p) + 1);
+        cpu::ConvF32WithPacked(p, x.data(), w.data(), packed, nullptr, y.data(), ws.data());
+        cpu::ConvF32(p, x.data(), w.data(), nullptr, y.data(), ws.data());
+        if (batch * out_channels == 0) continue;
+        // Interior outputs: 4 channels x 9 taps x 1 x 0.5.
+        EXPECT_EQ(y[7], 18.0f) << batch << " " << out_channels << " " << threads;
       }
     }
   }

@@ -13,6 +13,7 @@
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu_features.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
@@ -64,8 +65,9 @@ using ConvFn = void (*)(const cpu::ConvF32Params&, const float*, const float*, c
 Tensor RunKernel(ConvFn fn, const cpu::ConvF32Params& p, const Tensor& x, const Tensor& w,
                  const Tensor& b) {
   Tensor y(DType::kFloat32, {p.batch, p.out_channels, p.out[1], p.out[2]});
-  std::vector<float> ws(std::max(cpu::ConvF32Im2colWorkspaceSize(p),
-                                 cpu::ConvF32HasAvx512() ? cpu::ConvF32Avx512WorkspaceSize(p) : 0) +
+  std::vector<float> ws(std::max({cpu::ConvF32Im2colWorkspaceSize(p), cpu::ConvF32WorkspaceSize(p),
+                                  cpu::ConvF32HasAvx512() ? cpu::ConvF32Avx512WorkspaceSize(p) : 0,
+                                  cpu::Cpu().avx2 ? cpu::ConvF32Avx2WorkspaceSize(p) : 0}) +
                         1);
   fn(p, x.data<float>(), w.data<float>(), b.data<float>(), y.data<float>(), ws.data());
   return y;
@@ -104,6 +106,9 @@ TEST(NnFusedActivationTest, EveryConvKernelAppliesItInTheEpilogue) {
     std::vector<std::pair<const char*, ConvFn>> kernels = {{"sgemm", cpu::ConvF32Im2col},
                                                            {"dispatch", Dispatch}};
     if (cpu::ConvF32HasAvx512()) kernels.push_back({"avx512", cpu::ConvF32Im2colAvx512});
+    if (cpu::Cpu().avx2 && cpu::Cpu().fma && !(p.IsDepthwise() && geo.group > 1)) {
+      kernels.push_back({"avx2", cpu::ConvF32Avx2});
+    }
     if (p.IsDepthwise()) kernels.push_back({"depthwise", Depthwise});
     if (p.IsDepthwise() && cpu::ConvF32HasAvx512() && cpu::ConvF32DepthwiseAvx512Fits(p)) {
       kernels.push_back({"depthwise_avx512", DepthwiseAvx512});

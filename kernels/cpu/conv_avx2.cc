@@ -1,0 +1,286 @@
+// AVX2 path of the fp32 convolution, for CPUs without AVX-512: a register-tiled GEMM
+// microkernel over per-thread column bands (the im2col of a band of output rows; a pointwise
+// convolution's x copied into panels), writing y in place with bias and fused activation.
+//
+// Why not sgemm (ConvF32Im2col, OpenBLAS): the convolutions of small CNNs are many small
+// products, where a BLAS packs the whole im2col matrix it is handed before multiplying, and
+// splits each small product over threads; here the weights are packed once (at plan load), the
+// threads take whole pieces (image, group, band of rows or block of channels), and a 4 x 24
+// block of y stays in 12 ymm accumulators while the columns stream through. k runs in chunks of
+// kKc so that a 24-column block stays in L1 while a group of weight blocks passes over it (the
+// GEMM blocking BLIS and OpenBLAS use). bench/fp32_conv_bench times it against the sgemm path.
+//
+// Bits: every output is the bias plus one fused multiply-add per k, in k's (channel, tap) order
+// (a chunk's partial sums are stored in y and reloaded, which is exact), then the activation.
+// tests/backend_cpu/nn_conv_test.cc holds it to a scalar std::fma loop, bit for bit. That is
+// also the order of conv_avx512.cc's tiles, so the two paths should agree bit for bit (not yet
+// checked on an AVX-512 CPU).
+//
+// Compiled for any x86-64: only the functions marked QCC_AVX2_FMA use AVX2 and FMA, and ConvF32
+// calls this path only when the CPU reports both and no avx512f.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_internal.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/nn_parallel.h"
+
+#define QCC_AVX2_FMA __attribute__((target("avx2,fma")))
+
+namespace qcc::cpu {
+namespace {
+
+constexpr int64_t kMr = 4;   // output channels per tile
+constexpr int64_t kNr = 24;  // output positions per tile (three ymm)
+constexpr int kVecs = kNr / 8;
+// k per chunk: a 128 x 24 block of b is 12 KiB, in L1 with room for the weights passing by.
+constexpr int64_t kKc = 128;
+// Weight blocks per group: 16 x 128 x 4 floats = 32 KiB, in L2 across the column tiles.
+constexpr int64_t kMc = 16;
+// Column band per thread: 128 Ki floats (512 KiB), as the AVX-512 path. A quarter of that was
+// slower on resnet20 at batch 32 on a 512 KiB-L2 AMD EPYC (more, smaller bands: more tile tails).
+constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
+
+using internal::OddLineStride;
+
+struct Geometry {
+  // m_chunks: the output channels' blocks split into that many pieces of m_chunk_blocks.
+  int64_t cg, mg, k, m_blocks, m_chunks, m_chunk_blocks;
+  // The output positions of one image as `rows` rows of `row_len` (a pointwise convolution's:
+  // one flat run), split into `bands` bands of `band_rows` rows.
+  int64_t rows, row_len, band_rows, bands;
+  bool pointwise;
+};
+
+Geometry GeometryOf(const ConvF32Params& p) {
+  Geometry g;
+  g.cg = p.in_channels / p.groups;
+  g.mg = p.out_channels / p.groups;
+  g.k = g.cg * p.kernel_size();
+  g.m_blocks = (g.mg + kMr - 1) / kMr;
+  g.pointwise = p.IsPointwise();
+  g.row_len = g.pointwise ? 1 : p.out[2];
+  g.rows =
+      g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
+  const int64_t threads = std::max(1, p.num_threads);
+  // At least 1 and a block: an empty convolution (batch or channels 0) still gets a geometry.
+  const int64_t images = std::max<int64_t>(1, p.batch * p.groups);
+  // A band's im2col stays in L2; a pointwise convolution has no band buffer.
+  // A band's columns (im2col rows, or a pointwise convolution's x in panels) stay in L2; a
+  // pointwise band is a whole number of tiles.
+  g.band_rows =
+      std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * g.row_len), 1, g.rows);
+  if (g.pointwise && g.band_rows < g.rows) g.band_rows = std::max(kNr, g.band_rows / kNr * kNr);
+  // Pieces for the threads: at least two each. A convolution with more weights than positions
+  // per channel (small maps, late layers) splits its output channels, where bands of a few rows
+  // would end in part-empty tiles (each piece im2cols its band, so both then do); one with
+  // large maps splits its positions into bands.
+  g.m_chunks = 1;
+  const int64_t want = (2 * threads + images - 1) / images;
+  if (threads > 1 && (g.rows + g.band_rows - 1) / g.band_rows < want) {
+    if (g.mg >= g.rows * g.row_len) {
+      g.m_chunks = std::min(g.m_blocks, want);
+    } else {
+      g.band_rows = std::max<int64_t>(1, (g.rows + want - 1) / want);
+      // A pointwise band is a whole number of tiles.
+      if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + kNr - 1) / kNr * kNr);
+    }
+  }
+  g.bands = (g.rows + g.band_rows - 1) / g.band_rows;
+  g.m_chunk_blocks = std::max<int64_t>(1, (g.m_blocks + g.m_chunks - 1) / g.m_chunks);
+  g.m_chunks = (g.m_blocks + g.m_chunk_blocks - 1) / g.m_chunk_blocks;
+  return g;
+}
+
+/// The fused activation on one register (see ActivationF32): NaN lanes stay NaN, because
+/// max/min return their second operand when either is NaN.
+QCC_AVX2_FMA inline __m256 Activate(__m256 v, __m256 lo, __m256 hi, __m256 slope) {
+  const __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+  v = _mm256_blendv_ps(v, _mm256_mul_ps(v, slope), neg);
+  return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+}
+
+/// Lanes [0, n) of a ymm load or store mask (n clamped to [0, 8]).
+QCC_AVX2_FMA inline __m256i LaneMask(int64_t n) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), lanes);
+}
+
+/// c[r, 0:24) = act(init[r] + sum_k ap[k, r] * b[k, 0:24)) for r < MR, stored for columns
+/// [0, n) (n <= 24), where init is bias[r] (or 0) when `first`, else the partial sums c holds
+/// (a chunk of k after the first: storing and reloading a float is exact, so the chunks give
+/// the bits of one loop); `act` null is the identity. `ap` holds kMr packed rows per k (rows >= MR
+/// are zero padding). All 24 columns of b are read: an im2col band's rows and a pointwise panel are
+/// zero-padded to whole tiles.
+template <int MR>
+QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, bool first,
+                       const float* bias, const ActivationF32* act, float* c, int64_t ldc,
+                       int64_t n) {
+  __m256i mask[kVecs];
+#pragma GCC unroll 4
+  for (int v = 0; v < kVecs; ++v) mask[v] = LaneMask(n - 8 * v);
+  __m256 acc[MR][kVecs];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      if (first) {
+        acc[r][v] = bias != nullptr ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
+      } else {
+        acc[r][v] = _mm256_maskload_ps(c + r * ldc + 8 * v, mask[v]);
+      }
+    }
+  }
+  for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
+    __m256 bv[kVecs];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      bv[v] = _mm256_loadu_ps(b + 8 * v);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 a = _mm256_broadcast_ss(ap + r);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(a, bv[v], acc[r][v]);
+    }
+  }
+  if (act != nullptr) {
+    const __m256 lo = _mm256_set1_ps(act->lo), hi = _mm256_set1_ps(act->hi);
+    const __m256 slope = _mm256_set1_ps(act->negative_slope);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = Activate(acc[r][v], lo, hi, slope);
+    }
+  }
+  const bool full = n == kNr;
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      if (full) {
+        _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
+      } else {
+        _mm256_maskstore_ps(c + r * ldc + 8 * v, mask[v], acc[r][v]);
+      }
+    }
+  }
+}
+
+using TileFn = void (*)(int64_t, const float*, const float*, int64_t, bool, const float*,
+                        const ActivationF32*, float*, int64_t, int64_t);
+constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>};
+
+/// `floats` rounded up to whole tiles.
+int64_t WholeTiles(int64_t floats) { return (floats + kNr - 1) / kNr * kNr; }
+
+}  // namespace
+
+bool ConvF32HasAvx2() { return Cpu().avx2 && Cpu().fma && !Cpu().avx512f; }
+
+int64_t ConvF32Avx2PackedSize(const ConvF32Params& p) {
+  const Geometry g = GeometryOf(p);
+  return p.groups * g.m_blocks * kMr * g.k;
+}
+
+void PackConvF32Avx2(const ConvF32Params& p, const float* w, float* packed) {
+  internal::PackWeightRowBlocks(p, w, kMr, packed);
+}
+
+int64_t ConvF32Avx2ColumnsSize(const ConvF32Params& p) {
+  const Geometry g = GeometryOf(p);
+  // A pointwise convolution copies each tile's columns of x into one contiguous panel.
+  const int64_t col = g.pointwise ? g.k * WholeTiles(g.band_rows)
+                                  : g.k * OddLineStride(WholeTiles(g.band_rows * g.row_len));
+  return std::max(1, p.num_threads) * col;
+}
+
+int64_t ConvF32Avx2WorkspaceSize(const ConvF32Params& p) {
+  return ConvF32Avx2PackedSize(p) + ConvF32Avx2ColumnsSize(p);
+}
+
+void ConvF32Avx2(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                 float* y, float* workspace) {
+  if (p.batch == 0 || p.out_size() == 0 || p.out_channels == 0) return;
+  PackConvF32Avx2(p, w, workspace);
+  ConvF32Avx2Packed(p, x, workspace, bias, y, workspace + ConvF32Avx2PackedSize(p));
+}
+
+void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* packed,
+                       const float* bias, float* y, float* columns) {
+  const Geometry g = GeometryOf(p);
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), row_len = g.row_len;
+  if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  const int64_t col_floats = g.pointwise ? g.k * WholeTiles(g.band_rows)
+                                         : g.k * OddLineStride(WholeTiles(g.band_rows * row_len));
+  const int64_t units = p.batch * p.groups * g.bands * g.m_chunks;
+  const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * row_len / 8;
+  NnParallelFor(p.num_threads, units, cost, [&](int64_t begin, int64_t end, int thread) {
+    float* col = columns + thread * col_floats;
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t mc = u % g.m_chunks, band = u / g.m_chunks % g.bands;
+      const int64_t grp = u / (g.m_chunks * g.bands) % p.groups;
+      const int64_t n = u / (g.m_chunks * g.bands * p.groups);
+      const int64_t mb0 = mc * g.m_chunk_blocks;
+      const int64_t mb1 = std::min(g.m_blocks, mb0 + g.m_chunk_blocks);
+      const int64_t r0 = band * g.band_rows, r1 = std::min(g.rows, r0 + g.band_rows);
+      const int64_t cols = (r1 - r0) * row_len;
+      const float* xg = x + (n * p.in_channels + grp * g.cg) * in_sp;
+      float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp + r0 * row_len;
+      const float* ag = packed + grp * g.m_blocks * kMr * g.k;
+      const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
+      const float* b = xg + r0 * row_len;
+      int64_t ldb = in_sp;
+      if (!g.pointwise) {
+        // Rows padded with zeros to whole tiles, so that every tile reads all its columns.
+        const int64_t padded = WholeTiles(cols);
+        ldb = OddLineStride(padded);
+        internal::Im2colRowsF32(p, g.cg, xg, r0, r1, col, ldb, 0, 1);
+        for (int64_t kk = 0; kk < g.k; ++kk) {
+          std::fill(col + kk * ldb + cols, col + kk * ldb + padded, 0.0f);
+        }
+        b = col;
+      }
+      if (g.pointwise) {
+        // x's columns of the band, k rows in_sp apart, as panels of kNr columns: panel j/kNr is
+        // k rows of kNr (zero past the last column), one stream for its tiles to read.
+        for (int64_t j = 0; j < cols; j += kNr) {
+          const int64_t width = std::min(kNr, cols - j);
+          float* panel = col + j * g.k;
+          for (int64_t kk = 0; kk < g.k; ++kk) {
+            std::copy(b + kk * ldb + j, b + kk * ldb + j + width, panel + kk * kNr);
+            std::fill(panel + kk * kNr + width, panel + (kk + 1) * kNr, 0.0f);
+          }
+        }
+      }
+      // Tile (mb, j) over k in [k0, k1): the activation after the last chunk only.
+      auto tile = [&](int64_t mb, int64_t j, int64_t k0, int64_t k1) {
+        const int64_t rows = std::min(kMr, g.mg - mb * kMr);
+        const int64_t width = std::min(kNr, cols - j);
+        const float* bk = g.pointwise ? col + j * g.k + k0 * kNr : b + k0 * ldb + j;
+        kTiles[rows](k1 - k0, ag + (mb * g.k + k0) * kMr, bk, g.pointwise ? kNr : ldb, k0 == 0,
+                     bg != nullptr ? bg + mb * kMr : nullptr, k1 == g.k ? act : nullptr,
+                     yg + mb * kMr * out_sp + j, out_sp, width);
+      };
+      // GEMM blocking: k in chunks whose kKc x kNr block of b stays in L1 while a group of
+      // kMc weight blocks (kKc x kMr each, together in L2) passes over it; every column tile
+      // then reuses that group from L2.
+      for (int64_t k0 = 0; k0 < g.k; k0 += kKc) {
+        const int64_t k1 = std::min(g.k, k0 + kKc);
+        for (int64_t ib = mb0; ib < mb1; ib += kMc) {
+          const int64_t ie = std::min(mb1, ib + kMc);
+          for (int64_t j = 0; j < cols; j += kNr) {
+            for (int64_t mb = ib; mb < ie; ++mb) tile(mb, j, k0, k1);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace qcc::cpu
