@@ -117,6 +117,13 @@ QCC_HOST_DEVICE inline const T& MaxOf(const T& a, const T& b) {
   return a < b ? b : a;
 }
 
+/// Clip to [lo, hi] for any ordered type, integers included (cpu::Clip runs it on every numeric
+/// type; UnaryValueOf<kClip> on floats): NaN stays NaN, as both comparisons are false.
+template <typename T>
+QCC_HOST_DEVICE inline T ClipOf(T v, T lo, T hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
 /// log(1 + e^v) without overflow: max(v, 0) + log1p(e^-|v|).
 template <typename T>
 QCC_HOST_DEVICE inline T SoftplusOf(T v) {
@@ -147,8 +154,8 @@ QCC_HOST_DEVICE inline T UnaryValueOf(T a, T b, T g, T v) {
     }
     case UnaryFn::kHardSwish:  // v * HardSigmoid(v) with 1/6 and 1/2 (ONNX), as v / 6 + 1/2
       return v * MaxOf(T(0), MinOf(T(1), v / T(6) + T(0.5)));
-    case UnaryFn::kClip:  // [a, b] = [min, max]; NaN stays NaN (both comparisons are false)
-      return v < a ? a : (v > b ? b : v);
+    case UnaryFn::kClip:  // [a, b] = [min, max]
+      return ClipOf(v, a, b);
     case UnaryFn::kLeakyRelu:  // a = slope
       return v < T(0) ? a * v : v;
     case UnaryFn::kErf:

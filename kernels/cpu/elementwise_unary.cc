@@ -100,9 +100,9 @@ void UnaryInt(UnaryFn fn, const T* x, T* y, int64_t n, int num_threads) {
 
 template <typename T>
 void Clip(const T* x, T* y, int64_t n, T lo, T hi, int num_threads) {
-  // NaN stays NaN: both comparisons are false.
+  // The formula UnaryValueOf<kClip> uses, for every numeric type (support/unary_fn.h).
   ParallelForElements(num_threads, n, 1, [&](int64_t begin, int64_t end) {
-    Map(x + begin, y + begin, end - begin, [=](T v) { return v < lo ? lo : (v > hi ? hi : v); });
+    Map(x + begin, y + begin, end - begin, [=](T v) { return ClipOf(v, lo, hi); });
   });
 }
 
