@@ -12,6 +12,7 @@ CpuFeatures Detect() {
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
   f.bmi2 = __builtin_cpu_supports("bmi2");
+  f.f16c = __builtin_cpu_supports("f16c");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
@@ -38,7 +39,7 @@ CpuFeatures Capped(CpuFeatures f, const char* cap) {
   if (avx512) return f;
   f.avx512f = f.avx512bw = f.avx512vl = false;
   if (avx2) return f;
-  f.avx2 = f.fma = f.bmi2 = false;
+  f.avx2 = f.fma = f.bmi2 = f.f16c = false;
   return f;
 }
 

@@ -1,7 +1,7 @@
 // What this CPU runs, detected once: the one table every kernel dispatch reads (the fp32 and int8
 // fast paths, the SIMD builds of simd_dispatch.h). QCC_CPU_FEATURES caps it for testing the
-// narrower paths on a wider CPU: "baseline" (x86-64 only), "avx2" (AVX2, FMA, BMI2), "avx512" (no
-// VNNI/VBMI); unset or "native" is what the CPU has. The int8 kernels and the SIMD builds give
+// narrower paths on a wider CPU: "baseline" (x86-64 only), "avx2" (AVX2, FMA, BMI2, F16C), "avx512"
+// (no VNNI/VBMI); unset or "native" is what the CPU has. The int8 kernels and the SIMD builds give
 // the same bits on every path, so an int8 plan's outputs do not depend on it
 // (tests/cpu_paths/cpu_paths.py checks that end to end). The fp32 convolution's AVX-512 and AVX2
 // microkernels sum in one order (one fused multiply-add per k); the baseline path (im2col +
@@ -15,6 +15,7 @@ struct CpuFeatures {
   bool avx2 = false;
   bool fma = false;
   bool bmi2 = false;
+  bool f16c = false;  // vcvtps2ph / vcvtph2ps
   bool avx512f = false;
   bool avx512bw = false;
   bool avx512vl = false;

@@ -121,6 +121,51 @@ QCC_AVX512_POOL_F32 void MaxPoolRowAvx512(const PoolF32Params& p, const float* p
   }
 }
 
+#define QCC_AVX2_POOL_F32 __attribute__((target("avx2")))
+
+/// Lanes [0, n) of an 8-lane AVX2 mask, n in [0, 8].
+QCC_AVX2_POOL_F32 inline __m256i LanesBelow(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/// TapsX16 on 8 lanes: `tail` < 8 reads through masks the floats of the first `tail` outputs
+/// only (8: plain loads). Stride 2 takes floats 0, 2, 4, 6 of at[0..7] and 8, 10, 12, 14 as
+/// the odd lanes of at[7..14], so nothing past lane 7's tap is read.
+QCC_AVX2_POOL_F32 inline __m256 TapsX8(const float* at, int64_t sx, int64_t tail) {
+  if (sx == 1) return tail == 8 ? _mm256_loadu_ps(at) : _mm256_maskload_ps(at, LanesBelow(tail));
+  const int64_t span = (tail - 1) * 2 + 1;  // floats the first `tail` outputs read
+  const __m256 a = tail == 8 ? _mm256_loadu_ps(at) : _mm256_maskload_ps(at, LanesBelow(span));
+  const __m256 c =
+      tail == 8 ? _mm256_loadu_ps(at + 7) : _mm256_maskload_ps(at + 7, LanesBelow(span - 7));
+  // [a0 a2 c1 c3 | a4 a6 c5 c7] = floats [0 2 8 10 | 4 6 12 14], then the 64-bit pairs reordered.
+  const __m256 mixed = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(mixed), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/// MaxPoolRowAvx512 with AVX2: 8 outputs at a time, the last 1..7 through masked loads and a
+/// masked store. _mm256_max_ps(v, best) is `v > best ? v : best`, as MAXPS is at every width.
+QCC_AVX2_POOL_F32 void MaxPoolRowAvx2(const PoolF32Params& p, const float* plane, int64_t iy0,
+                                      int64_t ky_taps, int64_t ox0, int64_t ox1, int64_t start_x0,
+                                      float* y) {
+  const int64_t kw = p.kernel[2], sx = p.stride[2], w = p.in[2];
+  for (int64_t ox = ox0; ox < ox1; ox += 8) {
+    const int64_t n = std::min<int64_t>(8, ox1 - ox);
+    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;  // lane 0's first tap
+    __m256 best = TapsX8(first, sx, n);
+    for (int64_t ky = 0; ky < ky_taps; ++ky) {
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        best = _mm256_max_ps(TapsX8(first + ky * w + kx, sx, n), best);
+      }
+    }
+    if (n == 8) {
+      _mm256_storeu_ps(y + ox, best);
+    } else {
+      _mm256_maskstore_ps(y + ox, LanesBelow(n), best);
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -157,9 +202,10 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
   const WindowTable table(p, kZero, p.in);
   // The row code reads depth 0 only: one depth window, and it covers that depth (a pad before
   // it can leave it empty, which the scalar rule turns into the lowest float).
-  const bool fast_rows = Cpu().avx512f && p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 &&
-                         table.k0[0][0] < table.k1[0][0] && p.dilation[1] == 1 &&
-                         p.dilation[2] == 1 && (p.stride[2] == 1 || p.stride[2] == 2);
+  const bool fast_rows = (Cpu().avx512f || Cpu().avx2) && p.in[0] == 1 && p.out[0] == 1 &&
+                         p.kernel[0] == 1 && table.k0[0][0] < table.k1[0][0] &&
+                         p.dilation[1] == 1 && p.dilation[2] == 1 &&
+                         (p.stride[2] == 1 || p.stride[2] == 2);
   // The outputs [whole_begin, whole_end) of a row whose windows are whole along x (the same
   // for every row): a run, since window starts grow with the output.
   int64_t whole_begin = 0;
@@ -178,14 +224,15 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
       float* yp = y + plane * out_sp;
       if (indices == nullptr && fast_rows) {
         // 2-D, dilation 1, stride 1 or 2: the outputs whose windows are whole in x go 16 at a
-        // time (MaxPoolRowAvx512), the rest through the scalar loop below.
+        // time (MaxPoolRowAvx512; MaxPoolRowAvx2: 8), the rest through the scalar loop below.
         for (int64_t oy = 0; oy < p.out[1]; ++oy) {
           float* yr = yp + oy * p.out[2];
           const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
           if (ky0 < ky1) {
             if (whole_begin < whole_end) {
-              MaxPoolRowAvx512(p, xp, table.start[1][oy] + ky0, ky1 - ky0, whole_begin, whole_end,
-                               table.start[2][whole_begin], yr);
+              (Cpu().avx512f ? MaxPoolRowAvx512 : MaxPoolRowAvx2)(p, xp, table.start[1][oy] + ky0,
+                                                                  ky1 - ky0, whole_begin, whole_end,
+                                                                  table.start[2][whole_begin], yr);
             }
             for (int64_t o = 0; o < whole_begin; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
             for (int64_t o = whole_end; o < p.out[2]; ++o) {

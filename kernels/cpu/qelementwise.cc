@@ -1,4 +1,4 @@
-// int8 elementwise kernels: scalar references over support/quantize.h and AVX-512 fast paths.
+// int8 elementwise kernels: scalar references over support/quantize.h, AVX-512 and AVX2 fast paths.
 //
 // The AVX-512 paths are the scalar formulas lane by lane, with the same fp32 operations in the
 // same order, so they give the same bits:
@@ -172,6 +172,120 @@ QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
   }
 }
 
+// The AVX2 forms of the four kernels above: 8 lanes, the same fp32 operations in the same order
+// (QCC_AVX2_INT8 has no FMA, so no product is ever fused), the last n % 8 elements through the
+// scalar references. vminps/vmaxps return their second operand on NaN, so NaN lanes are zeroed
+// first, as SaturateV does.
+#define QCC_AVX2_INT8 __attribute__((target("avx2")))
+
+/// Saturate(v, zp, lo, hi) for 8 lanes.
+QCC_AVX2_INT8 inline __m256i SaturateV8(__m256 v, __m256i zp, __m256i lo, __m256i hi) {
+  v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+  v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(4194304.0f)), _mm256_set1_ps(-4194304.0f));
+  const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), zp);  // MXCSR: nearest even
+  return _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+}
+
+/// float(int8 x[0..7] - zp).
+QCC_AVX2_INT8 inline __m256 CenteredV8(const int8_t* x, __m256i zp) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
+  return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepi8_epi32(bytes), zp));
+}
+
+/// The 8 int32 lanes of v (already within int8) stored as int8 at y.
+QCC_AVX2_INT8 inline void StoreS8x8(int8_t* y, __m256i v) {
+  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(y), _mm_packs_epi16(words, words));
+}
+
+QCC_AVX2_INT8 void QuantizeAvx2(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y) {
+  const __m256 scale = _mm256_set1_ps(p.scale);
+  const __m256i zp = _mm256_set1_epi32(p.zero_point);
+  const __m256i lo = _mm256_set1_epi32(kInt8Min), hi = _mm256_set1_epi32(kInt8Max);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    StoreS8x8(y + i, SaturateV8(_mm256_div_ps(_mm256_loadu_ps(x + i), scale), zp, lo, hi));
+  }
+  QuantizeF32ToS8Reference(p, n - i, x + i, y + i);
+}
+
+QCC_AVX2_INT8 void DequantizeAvx2(const QuantizeS8Params& p, int64_t n, const int8_t* x, float* y) {
+  const __m256 scale = _mm256_set1_ps(p.scale);
+  const __m256i zp = _mm256_set1_epi32(p.zero_point);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(CenteredV8(x + i, zp), scale));
+  DequantizeS8ToF32Reference(p, n - i, x + i, y + i);
+}
+
+QCC_AVX2_INT8 void RequantizeAvx2(const RequantizeS8Params& p, int64_t n, const int8_t* x,
+                                  int8_t* y) {
+  const __m256 mult = _mm256_set1_ps(p.multiplier);
+  const __m256i zp_in = _mm256_set1_epi32(p.zp_in), zp_out = _mm256_set1_epi32(p.zp_out);
+  const __m256i lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 scaled = _mm256_mul_ps(CenteredV8(x + i, zp_in), mult);
+    StoreS8x8(y + i, SaturateV8(scaled, zp_out, lo, hi));
+  }
+  RequantizeS8Reference(p, n - i, x + i, y + i);
+}
+
+QCC_AVX2_INT8 void AddAvx2(const AddS8Params& p, int64_t n, const int8_t* a, const int8_t* b,
+                           int8_t* y) {
+  const __m256 mult_a = _mm256_set1_ps(p.mult_a), mult_b = _mm256_set1_ps(p.mult_b);
+  const __m256i zp_a = _mm256_set1_epi32(p.zp_a), zp_b = _mm256_set1_epi32(p.zp_b);
+  const __m256i zp_out = _mm256_set1_epi32(p.zp_out);
+  const __m256i lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 ta = _mm256_mul_ps(CenteredV8(a + i, zp_a), mult_a);
+    const __m256 tb = _mm256_mul_ps(CenteredV8(b + i, zp_b), mult_b);
+    StoreS8x8(y + i, SaturateV8(_mm256_add_ps(ta, tb), zp_out, lo, hi));
+  }
+  AddS8Reference(p, n - i, a + i, b + i, y + i);
+}
+
+/// AVX2 with F16C: 8 lanes of F32ToF16Avx512 (vcvtps2ph with round to nearest even, NaN lanes
+/// replaced by the quiet NaN of their sign), the last n % 8 through the scalar reference.
+#define QCC_AVX2_F16C __attribute__((target("avx2,f16c")))
+QCC_AVX2_F16C void F32ToF16Avx2(int64_t n, const float* x, uint16_t* y) {
+  const __m256i sign_bit = _mm256_set1_epi32(0x8000), quiet_nan = _mm256_set1_epi32(0x7e00);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m256i nan_bits = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 16), sign_bit), quiet_nan);
+    // 32-bit lanes to 16: the NaN halves (at most 0xfe00) and the all-ones masks both survive.
+    const __m128i nan_bits16 =
+        _mm_packus_epi32(_mm256_castsi256_si128(nan_bits), _mm256_extracti128_si256(nan_bits, 1));
+    const __m128i nan16 =
+        _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm_blendv_epi8(h, nan_bits16, nan16));
+  }
+  ConvertF32ToF16Reference(n - i, x + i, y + i);
+}
+
+/// AVX2 with F16C: 8 lanes of F16ToF32Avx512, the last n % 8 through the scalar reference.
+QCC_AVX2_F16C void F16ToF32Avx2(int64_t n, const uint16_t* x, float* y) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7fff), sign_bit = _mm256_set1_epi32(0x8000);
+  const __m256i inf_bits = _mm256_set1_epi32(0x7c00), rebias = _mm256_set1_epi32(0x70000000);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+    const __m256 f = _mm256_cvtph_ps(h);
+    const __m256i h32 = _mm256_cvtepu16_epi32(h);
+    const __m256i mag = _mm256_and_si256(h32, magnitude);
+    const __m256i nan = _mm256_cmpgt_epi32(mag, inf_bits);
+    const __m256i nan_bits = _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(h32, sign_bit), 16),
+                                             _mm256_or_si256(rebias, _mm256_slli_epi32(mag, 13)));
+    _mm256_storeu_ps(y + i,
+                     _mm256_blendv_ps(f, _mm256_castsi256_ps(nan_bits), _mm256_castsi256_ps(nan)));
+  }
+  ConvertF16ToF32Reference(n - i, x + i, y + i);
+}
+
 /// The first min(n, 16) lanes.
 QCC_AVX512_INT8 inline __mmask16 RowMask(int64_t n) {
   return n >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << n) - 1);
@@ -313,9 +427,10 @@ void QuantizeF32ToS8Reference(const QuantizeS8Params& p, int64_t n, const float*
 
 void QuantizeF32ToS8(const QuantizeS8Params& p, int64_t n, const float* x, int8_t* y,
                      int num_threads) {
-  const bool fast = CpuHasAvx512Int8();
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2;
   RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
     if (fast) return QuantizeAvx512(p, end - begin, x + begin, y + begin);
+    if (avx2) return QuantizeAvx2(p, end - begin, x + begin, y + begin);
     QuantizeF32ToS8Reference(p, end - begin, x + begin, y + begin);
   });
 }
@@ -326,9 +441,10 @@ void DequantizeS8ToF32Reference(const QuantizeS8Params& p, int64_t n, const int8
 
 void DequantizeS8ToF32(const QuantizeS8Params& p, int64_t n, const int8_t* x, float* y,
                        int num_threads) {
-  const bool fast = CpuHasAvx512Int8();
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2;
   RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
     if (fast) return DequantizeAvx512(p, end - begin, x + begin, y + begin);
+    if (avx2) return DequantizeAvx2(p, end - begin, x + begin, y + begin);
     DequantizeS8ToF32Reference(p, end - begin, x + begin, y + begin);
   });
 }
@@ -341,9 +457,10 @@ void RequantizeS8Reference(const RequantizeS8Params& p, int64_t n, const int8_t*
 
 void RequantizeS8(const RequantizeS8Params& p, int64_t n, const int8_t* x, int8_t* y,
                   int num_threads) {
-  const bool fast = CpuHasAvx512Int8();
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2;
   RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
     if (fast) return RequantizeAvx512(p, end - begin, x + begin, y + begin);
+    if (avx2) return RequantizeAvx2(p, end - begin, x + begin, y + begin);
     RequantizeS8Reference(p, end - begin, x + begin, y + begin);
   });
 }
@@ -356,9 +473,10 @@ void AddS8Reference(const AddS8Params& p, int64_t n, const int8_t* a, const int8
 
 void AddS8(const AddS8Params& p, int64_t n, const int8_t* a, const int8_t* b, int8_t* y,
            int num_threads) {
-  const bool fast = CpuHasAvx512Int8();
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2;
   RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
     if (fast) return AddAvx512(p, end - begin, a + begin, b + begin, y + begin);
+    if (avx2) return AddAvx2(p, end - begin, a + begin, b + begin, y + begin);
     AddS8Reference(p, end - begin, a + begin, b + begin, y + begin);
   });
 }
@@ -368,9 +486,10 @@ void ConvertF32ToF16Reference(int64_t n, const float* x, uint16_t* y) {
 }
 
 void ConvertF32ToF16(int64_t n, const float* x, uint16_t* y, int num_threads) {
-  const bool fast = CpuHasAvx512Int8();
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2 && Cpu().f16c;
   RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
     if (fast) return F32ToF16Avx512(end - begin, x + begin, y + begin);
+    if (avx2) return F32ToF16Avx2(end - begin, x + begin, y + begin);
     ConvertF32ToF16Reference(end - begin, x + begin, y + begin);
   });
 }
@@ -380,9 +499,10 @@ void ConvertF16ToF32Reference(int64_t n, const uint16_t* x, float* y) {
 }
 
 void ConvertF16ToF32(int64_t n, const uint16_t* x, float* y, int num_threads) {
-  const bool fast = CpuHasAvx512Int8();
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2 && Cpu().f16c;
   RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
     if (fast) return F16ToF32Avx512(end - begin, x + begin, y + begin);
+    if (avx2) return F16ToF32Avx2(end - begin, x + begin, y + begin);
     ConvertF16ToF32Reference(end - begin, x + begin, y + begin);
   });
 }

@@ -1,4 +1,4 @@
-// int8 pooling: scalar references and the AVX-512 MaxPool.
+// int8 pooling: scalar references, the AVX-512 MaxPool and the AVX2 one (MaxPoolPlanesAvx2).
 //
 // AVX-512 MaxPool: for each output row and each tile of 64 outputs along the width, every tap
 // (kz, ky, kx) contributes one vector of 64 input bytes, x[iy][ox * sx + kx * dx - pad] for the
@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qelementwise.h"
@@ -209,6 +210,77 @@ QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolS8Geometry& g, int64_t beg
   }
 }
 
+#define QCC_AVX2_POOL __attribute__((target("avx2")))
+
+/// The 32 even bytes of p[0..63], in order.
+QCC_AVX2_POOL inline __m256i EvenBytes(const int8_t* p) {
+  const __m256i pick = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i a =
+      _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), pick);
+  const __m256i b =
+      _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), pick);
+  // 64-bit words [a 0..14, b 32..46 | a 16..30, b 48..62], reordered to a, a, b, b.
+  return _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+/// The separable form on AVX2 for 2-D planes, horizontal stride 1 or 2: per output row, the max
+/// over the window's rows of each input column into a buffer that holds pad_begin[2] bytes of
+/// -128 before the row and -128 after it, then per horizontal tap one plain 32-byte load (or the
+/// even bytes of 64) at column ox * sx + kx * dx of the buffer for 32 outputs. A max is a max in
+/// any order and -128 never raises one, so the bits are MaxPoolPlanesScalar's, -128 included
+/// where a window has no tap inside x. Every load stays inside the buffer.
+QCC_AVX2_POOL void MaxPoolPlanesAvx2(const PoolS8Geometry& g, int64_t begin, int64_t end,
+                                     const int8_t* x, int8_t* y) {
+  const int64_t w_in = g.in[2], ow = g.out[2], kw = g.kernel[2], sx = g.stride[2];
+  const int64_t dx = g.dilation[2], lead = g.pad_begin[2];
+  const int64_t last_group = (ow - 1) / 32 * 32;  // first output of the last 32-output group
+  const int64_t size = std::max(lead + w_in, last_group * sx + (kw - 1) * dx + 64) + 1;
+  std::vector<int8_t> buffer(size, -128);
+  int8_t* cols = buffer.data() + lead;  // cols[ix] = max over the window's rows of column ix
+  alignas(32) int8_t tail[32];
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const int8_t* xp = x + plane * g.in_size();
+    int8_t* yp = y + plane * g.out_size();
+    for (int64_t oy = 0; oy < g.out[1]; ++oy, yp += ow) {
+      int64_t ky0, ky1;
+      const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
+      TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
+      if (ky0 == ky1) {
+        std::fill(cols, cols + w_in, int8_t{-128});
+      } else {
+        std::copy_n(xp + (sy + ky0 * g.dilation[1]) * w_in, w_in, cols);
+        for (int64_t ky = ky0 + 1; ky < ky1; ++ky) {
+          const int8_t* row = xp + (sy + ky * g.dilation[1]) * w_in;
+          int64_t ix = 0;
+          for (; ix + 32 <= w_in; ix += 32) {
+            __m256i* c = reinterpret_cast<__m256i*>(cols + ix);
+            _mm256_storeu_si256(
+                c, _mm256_max_epi8(_mm256_loadu_si256(c),
+                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + ix))));
+          }
+          for (; ix < w_in; ++ix) cols[ix] = std::max(cols[ix], row[ix]);
+        }
+      }
+      for (int64_t ox0 = 0; ox0 < ow; ox0 += 32) {
+        __m256i acc = _mm256_set1_epi8(-128);
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const int8_t* at = buffer.data() + ox0 * sx + kx * dx;  // column ox0 * sx + kx*dx - lead
+          acc = _mm256_max_epi8(acc, sx == 1
+                                         ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))
+                                         : EvenBytes(at));
+        }
+        if (ox0 + 32 <= ow) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(yp + ox0), acc);
+        } else {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(tail), acc);
+          std::copy_n(tail, ow - ox0, yp + ox0);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool MaxPoolS8FitsVbmi(const PoolS8Geometry& g) {
@@ -221,17 +293,23 @@ bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g) {
   return Cpu().avx512_int8() && Cpu().bmi2 && (g.stride[2] == 1 || g.stride[2] == 2);
 }
 
+bool MaxPoolS8UsesAvx2(const PoolS8Geometry& g) {
+  return !MaxPoolS8UsesAvx512(g) && Cpu().avx2 && g.in[0] == 1 && g.out[0] == 1 &&
+         g.kernel[0] == 1 && g.pad_begin[0] == 0 && (g.stride[2] == 1 || g.stride[2] == 2);
+}
+
 void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y) {
   MaxPoolPlanesScalar(g, 0, g.planes, x, y);
 }
 
 void MaxPoolS8(const PoolS8Geometry& g, const int8_t* x, int8_t* y, int num_threads) {
   const bool vbmi = MaxPoolS8FitsVbmi(g);
-  const bool fast = MaxPoolS8UsesAvx512(g);
+  const bool fast = MaxPoolS8UsesAvx512(g), avx2 = MaxPoolS8UsesAvx2(g);
   const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
   NnParallelFor(num_threads, g.planes, g.out_size() * kvol, [&](int64_t begin, int64_t end) {
     if (vbmi) return MaxPoolPlanesVbmi(g, begin, end, x, y);
     if (fast) return MaxPoolPlanesAvx512(g, begin, end, x, y);
+    if (avx2) return MaxPoolPlanesAvx2(g, begin, end, x, y);
     MaxPoolPlanesScalar(g, begin, end, x, y);
   });
 }

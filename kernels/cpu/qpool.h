@@ -44,6 +44,8 @@ void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y);
 
 /// True when MaxPoolS8 takes its AVX-512 path for `g` on this CPU.
 bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g);
+/// True when it takes its AVX2 path instead (2-D planes, horizontal stride 1 or 2, no AVX-512).
+bool MaxPoolS8UsesAvx2(const PoolS8Geometry& g);
 /// Whether MaxPoolS8 takes its separable VBMI form: 2-D planes whose input rows are at most 128
 /// bytes and output rows at most 64, on a CPU with AVX-512 VBMI (same bits as the reference).
 bool MaxPoolS8FitsVbmi(const PoolS8Geometry& g);

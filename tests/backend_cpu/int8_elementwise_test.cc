@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/qelementwise.h"
 #include "support/float16.h"
 
@@ -27,9 +28,10 @@ int32_t Expected(float v, int32_t zp, int32_t lo = -128, int32_t hi = 127) {
   return static_cast<int32_t>(std::min<double>(std::max<double>(r, lo), hi));
 }
 
-#define SKIP_WITHOUT_AVX512()                                                         \
-  if (!CpuHasAvx512Int8()) {                                                          \
-    GTEST_SKIP() << "CPU lacks avx512f/bw/vl: the fast path is the scalar reference"; \
+// The AVX-512 path, else the AVX2 one (QCC_CPU_FEATURES=avx2 picks it on an AVX-512 CPU).
+#define SKIP_WITHOUT_FAST_PATH()                                                               \
+  if (!CpuHasAvx512Int8() && !Cpu().avx2) {                                                    \
+    GTEST_SKIP() << "CPU lacks avx512f/bw/vl and avx2: the fast path is the scalar reference"; \
   }
 
 TEST(Int8QuantizeTest, ReferenceHandValues) {
@@ -97,7 +99,7 @@ TEST(Int8QuantizeTest, ReferenceMatchesFormulaOnRandomData) {
 }
 
 TEST(Int8QuantizeTest, FastPathMatchesReference) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_FAST_PATH();
   std::mt19937 rng(2);
   for (const QuantizeS8Params p : {QuantizeS8Params{0.25f, 0}, QuantizeS8Params{0.0371f, 5}}) {
     for (int64_t n : kLengths) {
@@ -125,7 +127,7 @@ TEST(Int8DequantizeTest, ReferenceAndFastPath) {
   std::vector<float> y(x.size());
   DequantizeS8ToF32Reference({0.5f, 3}, x.size(), x.data(), y.data());
   EXPECT_EQ(y, (std::vector<float>{-65.5f, -2.0f, -1.5f, 0.0f, 62.0f}));
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_FAST_PATH();
   std::mt19937 rng(3);
   const QuantizeS8Params p{0.0371f, -9};
   for (int64_t n : kLengths) {
@@ -154,7 +156,7 @@ TEST(Int8RequantizeTest, ReferenceHandValues) {
 }
 
 TEST(Int8RequantizeTest, FastPathMatchesReference) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_FAST_PATH();
   std::mt19937 rng(4);
   for (const RequantizeS8Params p :
        {RequantizeS8Params{3, 0.37f, -4, -4, 127}, RequantizeS8Params{-1, 2.5f, 0, -128, 127},
@@ -194,7 +196,7 @@ TEST(Int8AddTest, ReferenceHandValues) {
 }
 
 TEST(Int8AddTest, FastPathMatchesReference) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_FAST_PATH();
   std::mt19937 rng(5);
   for (const AddS8Params p :
        {AddS8Params{3, 0.37f, -2, 0.81f, -4, -4, 127}, AddS8Params{0, 0.5f, 0, 0.25f, 0, -128, 127},
@@ -245,7 +247,10 @@ TEST(Fp16ConvertTest, ReferenceHandValues) {
 }
 
 TEST(Fp16ConvertTest, FastPathMatchesReference) {
-  SKIP_WITHOUT_AVX512();
+  // The AVX-512 path, else the AVX2 + F16C one (QCC_CPU_FEATURES=avx2 picks it on an AVX-512 CPU).
+  if (!CpuHasAvx512Int8() && !(Cpu().avx2 && Cpu().f16c)) {
+    GTEST_SKIP() << "CPU lacks avx512f/bw/vl and f16c: the fast path is the scalar reference";
+  }
   std::mt19937 rng(6);
   std::uniform_int_distribution<uint32_t> bits;
   std::uniform_int_distribution<int> exp(100, 145);  // around the fp16 range, subnormals included

@@ -1,5 +1,5 @@
 // int8 MaxPool / AveragePool / GlobalAveragePool kernels against hand values and naive loops
-// written here, and the AVX-512 MaxPool against its reference bit for bit.
+// written here, and the AVX-512 and AVX2 MaxPools against its reference bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/qelementwise.h"
 #include "kernels/cpu/qpool.h"
 
@@ -136,7 +137,7 @@ TEST(Int8MaxPoolTest, ReferenceAndFastPathMatchNaive) {
     if (g.out[1] < 1 || g.out[2] < 1) continue;
     cases.push_back(c);
   }
-  int fast_cases = 0, vbmi_cases = 0;
+  int fast_cases = 0, vbmi_cases = 0, avx2_cases = 0;
   for (const Pool2d& c : cases) {
     const PoolS8Geometry g = Geometry(c);
     const std::vector<int8_t> x = RandomInt8(c.planes * c.h * c.w, rng);
@@ -146,6 +147,7 @@ TEST(Int8MaxPoolTest, ReferenceAndFastPathMatchNaive) {
     ASSERT_EQ(ref, want) << c.h << "x" << c.w << " k" << c.kh << "x" << c.kw;
     vbmi_cases += MaxPoolS8FitsVbmi(g);
     fast_cases += MaxPoolS8UsesAvx512(g) && !MaxPoolS8FitsVbmi(g);
+    avx2_cases += MaxPoolS8UsesAvx2(g) && !MaxPoolS8FitsVbmi(g);
     for (int threads : {1, 2}) {
       std::vector<int8_t> got(want.size(), 99);
       MaxPoolS8(g, x.data(), got.data(), threads);
@@ -153,7 +155,11 @@ TEST(Int8MaxPoolTest, ReferenceAndFastPathMatchNaive) {
                            << "x" << c.sw << " threads " << threads;
     }
   }
-  if (!CpuHasAvx512Int8()) GTEST_SKIP() << "CPU lacks avx512f/bw/vl: only the reference ran";
+  if (!CpuHasAvx512Int8()) {
+    if (!Cpu().avx2) GTEST_SKIP() << "CPU lacks avx512f/bw/vl and avx2: only the reference ran";
+    EXPECT_GT(avx2_cases, 10);  // the AVX2 path
+    return;
+  }
   EXPECT_GT(fast_cases, 10);
   if (vbmi_cases == 0) GTEST_SKIP() << "CPU lacks avx512vbmi: the separable form did not run";
   EXPECT_GT(vbmi_cases, 20);
