@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +14,9 @@ CpuFeatures Detect() {
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
   f.bmi2 = __builtin_cpu_supports("bmi2");
-  f.f16c = __builtin_cpu_supports("f16c");
+  // Clang's __builtin_cpu_supports has no "f16c": CPUID leaf 1, ECX bit 29.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  f.f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
