@@ -69,6 +69,14 @@ QCC_ATTR_ENUM(DepthToSpaceMode, "DCR", "CRD")
 /// the importer: ONNX has no such attribute).
 enum class Activation : uint8_t { kNone, kRelu, kClip, kLeakyRelu };
 QCC_ATTR_ENUM(Activation, "none", "relu", "clip", "leaky_relu")
+template <>
+struct EnumNames<UnaryFn> {
+  static constexpr absl::string_view kNames[] = {
+#define QCC_UNARY_NAME(name, cost) #name,
+      QCC_UNARY_FNS(QCC_UNARY_NAME)
+#undef QCC_UNARY_NAME
+  };
+};
 
 /// Fields of a fused activation, shared by the attribute structs of ops that can carry one:
 /// y = act(op(x)), with kClip clamping to [activation_min, activation_max] and kLeakyRelu using
@@ -184,6 +192,18 @@ struct QGemmAttrs {
 struct AddAttrs {
   QCC_FUSED_ACTIVATION_FIELDS
   QCC_ATTR_FIELDS(QCC_VISIT_FUSED_ACTIVATION)
+};
+
+/// qcc.QLut: the function its table was built from (support/unary_fn.h) and its constants, as
+/// UnaryCallOf gave them for the source node (a Clip's bounds in alpha and beta), so that the
+/// quantized graph still says which op each table computes (printing, QDQ export).
+struct QLutAttrs {
+  UnaryFn fn = UnaryFn::kRelu;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  float gamma = 0.0f;
+  QCC_ATTR_FIELDS(v("fn", fn); v("alpha", alpha); v("beta", beta); v("gamma", gamma);)
+  UnaryCall call() const { return UnaryCall{fn, alpha, beta, gamma}; }
 };
 
 /// Observe: a calibration tap that records its input's statistics under `observer_id`.
@@ -387,7 +407,7 @@ using Attrs =
                  IsInfAttrs, ModAttrs, SoftmaxAttrs, ReduceAttrs, ArgReduceAttrs, FlattenAttrs,
                  ReshapeAttrs, TransposeAttrs, AxisAttrs, SplitAttrs, PadAttrs, ShapeAttrs,
                  CastAttrs, ConstantAttrs, ResizeAttrs, DepthToSpaceAttrs, AddAttrs, ObserveAttrs,
-                 QuantizeLinearAttrs, DequantizeLinearAttrs, QGemmAttrs>;
+                 QuantizeLinearAttrs, DequantizeLinearAttrs, QGemmAttrs, QLutAttrs>;
 
 }  // namespace qcc::ir
 

@@ -154,13 +154,12 @@ std::string Int8Blocker(const ir::Node& node) {
 /// The table of a node whose int8 form is a LUT (ops.def): its unary function in fp32, as the
 /// fp32 kernels compute it, from int8 `in` to int8 `out`. Clip's bounds are its constant inputs
 /// (Int8Blocker has checked that they are).
-std::vector<int8_t> BuildTable(const ir::Node& node, const QuantParams& in,
-                               const QuantParams& out) {
+QuantDecision::Lut BuildTable(const ir::Node& node, const QuantParams& in, const QuantParams& out) {
   UnaryCall call = *ir::UnaryCallOf(node);
   if (call.fn == UnaryFn::kClip) std::tie(call.alpha, call.beta) = *ClipBounds(node);
   const cpu::Int8Lut table =
       cpu::BuildLut(call, in.scale, in.zero_point, out.scale, out.zero_point);
-  return std::vector<int8_t>(table.begin(), table.end());
+  return {call, std::vector<int8_t>(table.begin(), table.end())};
 }
 
 /// The largest |folded bias| a row of `cols` weights may have: int32 less room for the worst

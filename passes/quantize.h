@@ -69,8 +69,12 @@ struct QuantDecision {
   /// For int8 Conv, Gemm and MatMul nodes.
   absl::flat_hash_map<const ir::Node*, QuantizedWeights> weights;
   /// For int8 LUT nodes (Sigmoid, HardSigmoid, HardSwish, Tanh, standalone Relu/Clip/LeakyRelu):
-  /// the 256-entry table, indexed by q + 128.
-  absl::flat_hash_map<const ir::Node*, std::vector<int8_t>> luts;
+  /// the function with its constants and its 256-entry table, indexed by q + 128.
+  struct Lut {
+    UnaryCall call;
+    std::vector<int8_t> table;
+  };
+  absl::flat_hash_map<const ir::Node*, Lut> luts;
   /// Tensors whose range was clamped to the interval where their consumers are not constant
   /// (SaturationInterval): their int8 values are the fp32 values clamped to it, by design.
   absl::flat_hash_map<const ir::Value*, std::pair<float, float>> saturation;

@@ -208,10 +208,11 @@ class Realizer {
     auto lut = d_.luts.find(&node);
     if (lut == d_.luts.end()) return Missing(node, "int8 form for its op");
     QCC_ASSIGN_OR_RETURN(ir::Value * x, Int8(node.input(0)));
-    return Emit(
-        node, OpKind::kQLut, ir::NoAttrs{},
-        {x, Constant(node, ":lut", Tensor::FromVector<int8_t>(DType::kInt8, {256}, lut->second))},
-        y, true);
+    const UnaryCall& call = lut->second.call;
+    return Emit(node, OpKind::kQLut, ir::QLutAttrs{call.fn, call.alpha, call.beta, call.gamma},
+                {x, Constant(node, ":lut",
+                             Tensor::FromVector<int8_t>(DType::kInt8, {256}, lut->second.table))},
+                y, true);
   }
 
   absl::Status CopyFloat(const ir::Node& node) {

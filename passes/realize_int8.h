@@ -35,7 +35,8 @@ std::string FloatTensorName(const ir::Value& int8_value);
 /// - int8 Conv, Gemm and MatMul nodes become qcc.QConv and qcc.QGemm in scale form: their int8
 ///   weights with per-channel scales (Value::channel_scales) and their float bias (fp32-result
 ///   GEMMs with the bias Add folded into them take that Add's output and bias); dynamic ones
-///   become qcc.DynamicQGemm; int8 table-driven nodes become qcc.QLut with their table; other
+///   become qcc.DynamicQGemm; int8 table-driven nodes become qcc.QLut with their table and
+///   their function and its constants as attributes (ir::QLutAttrs); other
 ///   int8 nodes (Add, pools, Concat, data movement) keep their kind and read and write int8
 ///   values; int8 attention nodes have AttentionAttrs::qcc_int8 set;
 /// - every other node, value and constant is copied with its name, in order.

@@ -88,6 +88,37 @@ const ir::Node* NodeNamed(const ir::Graph& g, const std::string& name) {
   return nullptr;
 }
 
+// A table keeps the constants of its function: HardSigmoid's alpha and beta, a Clip's bounds
+// (its constant inputs), so that the quantized graph says which op each table computes.
+TEST(RealizeInt8Test, TablesKeepTheirFunctionAndConstants) {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {1, 8}));
+  ir::Node* hs = g->AddNode(OpKind::kHardSigmoid, "hs", {x}, {"h"});
+  hs->mutable_attrs<ir::HardSigmoidAttrs>() = {0.25f, 0.375f};
+  ir::Node* clip =
+      g->AddNode(OpKind::kClip, "clip",
+                 {hs->output(0),
+                  g->NewConstant("lo", Tensor::FromVector<float>(DType::kFloat32, {}, {0.125f})),
+                  g->NewConstant("hi", Tensor::FromVector<float>(DType::kFloat32, {}, {0.75f}))},
+                 {"y"});
+  g->AddOutput(clip->output(0));
+  ASSERT_TRUE(ir::InferShapes(*g).ok());
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> q = passes::RealizeInt8(*g, *d);
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(CountOps(**q, OpKind::kQLut), 2) << ir::PrintGraph(**q);
+  const ir::QLutAttrs& h = NodeNamed(**q, "hs")->attrs<ir::QLutAttrs>();
+  EXPECT_EQ(h.fn, UnaryFn::kHardSigmoid);
+  EXPECT_EQ(h.alpha, 0.25f);
+  EXPECT_EQ(h.beta, 0.375f);
+  const ir::QLutAttrs& c = NodeNamed(**q, "clip")->attrs<ir::QLutAttrs>();
+  EXPECT_EQ(c.fn, UnaryFn::kClip);
+  EXPECT_EQ(c.alpha, 0.125f);
+  EXPECT_EQ(c.beta, 0.75f);
+}
+
 TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
   const std::unique_ptr<ir::Graph> g = SmallNet();
   absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});
@@ -137,7 +168,9 @@ TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
   ASSERT_EQ(CountOps(**q, OpKind::kDequantize), 2);
   const auto& nodes = (*q)->nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i]->kind() == OpKind::kQuantize) EXPECT_EQ(nodes[i]->input(0)->name(), "x");
+    if (nodes[i]->kind() == OpKind::kQuantize) {
+      EXPECT_EQ(nodes[i]->input(0)->name(), "x");
+    }
     if (nodes[i]->kind() != OpKind::kDequantize) continue;
     ASSERT_GT(i, 0u);
     EXPECT_EQ(nodes[i]->input(0)->producer(), nodes[i - 1].get());
@@ -166,8 +199,15 @@ TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
       << short_scales;
   conv2->input(1)->set_channel_scales({scales, 0});
 
+  // The table names its function.
+  const ir::Node* sigmoid = NodeNamed(**q, "sigmoid");
+  ASSERT_NE(sigmoid, nullptr);
+  EXPECT_EQ(sigmoid->attrs<ir::QLutAttrs>().fn, UnaryFn::kSigmoid);
+
   // Printed with the parameters.
   const std::string printed = ir::PrintGraph(**q);
+  EXPECT_NE(printed.find("qcc.QLut(%sum:int8, %sigmoid:lut) {fn=Sigmoid}"), std::string::npos)
+      << printed;
   EXPECT_NE(printed.find("= qcc.QConv(%x:int8, %conv1:w"), std::string::npos) << printed;
   EXPECT_NE(printed.find("= qcc.Quantize(%x)"), std::string::npos) << printed;
   EXPECT_NE(printed.find("const  %conv2:w : i8[8,8,1,1] q(8 scales on axis 0, "), std::string::npos)
