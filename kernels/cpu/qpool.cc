@@ -295,7 +295,8 @@ bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g) {
 
 bool MaxPoolS8UsesAvx2(const PoolS8Geometry& g) {
   return !MaxPoolS8UsesAvx512(g) && Cpu().avx2 && g.in[0] == 1 && g.out[0] == 1 &&
-         g.kernel[0] == 1 && g.pad_begin[0] == 0 && (g.stride[2] == 1 || g.stride[2] == 2);
+         g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.pad_begin[2] >= 0 &&
+         (g.stride[2] == 1 || g.stride[2] == 2);
 }
 
 void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y) {
