@@ -80,6 +80,14 @@ void ForEachTap(const PoolS8Geometry& g, const int8_t* xp, const Window& w, Fn&&
 
 constexpr std::array<int64_t, 3> kZero{0, 0, 0};
 
+/// The first input row of output row `oy`'s window (it may lie in the padding), and the window's
+/// rows [ky0, ky1) inside x.
+int64_t RowWindow(const PoolS8Geometry& g, int64_t oy, int64_t& ky0, int64_t& ky1) {
+  const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
+  TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
+  return sy;
+}
+
 void MaxPoolPlanesScalar(const PoolS8Geometry& g, int64_t begin, int64_t end, const int8_t* x,
                          int8_t* y) {
   for (int64_t plane = begin; plane < end; ++plane) {
@@ -131,8 +139,7 @@ QCC_AVX512_POOL void MaxPoolPlanesAvx512(const PoolS8Geometry& g, int64_t begin,
       TapRange(sz, g.dilation[0], g.kernel[0], 0, g.in[0], kz0, kz1);
       for (int64_t oy = 0; oy < g.out[1]; ++oy, yp += ow) {
         int64_t ky0, ky1;
-        const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
-        TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
+        const int64_t sy = RowWindow(g, oy, ky0, ky1);
         for (int64_t ox0 = 0; ox0 < ow; ox0 += 64) {
           const int64_t tile = std::min<int64_t>(64, ow - ox0);
           __m512i acc = _mm512_set1_epi8(-128);
@@ -189,8 +196,7 @@ QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolS8Geometry& g, int64_t beg
     int8_t* yp = y + plane * g.out_size();
     for (int64_t oy = 0; oy < g.out[1]; ++oy, yp += ow) {
       int64_t ky0, ky1;
-      const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
-      TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
+      const int64_t sy = RowWindow(g, oy, ky0, ky1);
       __m512i col_lo = low, col_hi = low;
       for (int64_t ky = ky0; ky < ky1; ++ky) {
         const int8_t* row = xp + (sy + ky * g.dilation[1]) * w_in;
@@ -244,8 +250,7 @@ QCC_AVX2_POOL void MaxPoolPlanesAvx2(const PoolS8Geometry& g, int64_t begin, int
     int8_t* yp = y + plane * g.out_size();
     for (int64_t oy = 0; oy < g.out[1]; ++oy, yp += ow) {
       int64_t ky0, ky1;
-      const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
-      TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
+      const int64_t sy = RowWindow(g, oy, ky0, ky1);
       if (ky0 == ky1) {
         std::fill(cols, cols + w_in, int8_t{-128});
       } else {
