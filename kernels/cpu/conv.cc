@@ -47,13 +47,7 @@ Tiling ChooseTiling(const ConvF32Params& p) {
   return t;
 }
 
-/// Output positions [lo, hi) along one axis whose input index o * s + i0 lies in [0, in).
-void ValidRange(int64_t i0, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
-  lo = i0 >= 0 ? 0 : (-i0 + s - 1) / s;
-  hi = in - i0 <= 0 ? 0 : (in - i0 - 1) / s + 1;
-  lo = std::min(lo, out);
-  hi = std::max(lo, std::min(hi, out));
-}
+using internal::ValidRange;
 
 /// dst[0, n) = 0.
 inline void Zero(float* dst, int64_t n) {
@@ -154,6 +148,13 @@ void FillRows(const float* bias, int64_t rows, int64_t cols, int64_t ld, float* 
 
 namespace internal {
 
+void ValidRange(int64_t i0, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = i0 >= 0 ? 0 : (-i0 + s - 1) / s;
+  hi = in - i0 <= 0 ? 0 : (in - i0 - 1) / s + 1;
+  lo = std::min(lo, out);
+  hi = std::max(lo, std::min(hi, out));
+}
+
 void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int64_t r0, int64_t r1,
                    float* col, int64_t ld, int64_t col_offset, int num_threads) {
   constexpr int64_t kMaxTaps = 64;
@@ -211,6 +212,8 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
   if (UseDepthwiseDirect(p)) {
     if (ConvF32HasAvx512() && ConvF32DepthwiseAvx512Fits(p)) {
       ConvF32DepthwiseAvx512(p, x, w, bias, y);
+    } else if (ConvF32HasAvx2() && ConvF32DepthwiseAvx2Fits(p)) {
+      ConvF32DepthwiseAvx2(p, x, w, bias, y);
     } else {
       ConvF32DepthwiseDirect(p, x, w, bias, y);
     }

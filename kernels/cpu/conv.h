@@ -122,6 +122,17 @@ bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p);
 void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
                             const float* bias, float* y);
 
+/// True when ConvF32DepthwiseAvx2 takes `p`: depthwise, no depth axis, stride 1 or 2 in x.
+bool ConvF32DepthwiseAvx2Fits(const ConvF32Params& p);
+
+/// ConvF32DepthwiseDirect's bits for depthwise convolutions that ConvF32DepthwiseAvx2Fits, 8
+/// outputs of a row per register: each output adds the rounded products of its taps inside x in
+/// (row, column) order to its bias (a multiply and an add each, as the direct path), then the
+/// activation. Parallel over planes. Call only when Cpu() has avx2 and fma; ConvF32 picks it
+/// where there is no AVX-512.
+void ConvF32DepthwiseAvx2(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                          float* y);
+
 /// ConvF32's contract for depthwise convolutions (IsDepthwise()), computed directly without
 /// im2col or sgemm, parallel over (image, channel) planes; any CPU, any geometry.
 void ConvF32DepthwiseDirect(const ConvF32Params& p, const float* x, const float* w,

@@ -283,4 +283,160 @@ void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* pack
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Depthwise path.
+//
+// ConvF32DepthwiseDirect's bits, vectorized: each output is its bias, then for every kernel tap
+// in (row, column) order that falls inside x, plus the rounded product w * x (a multiply and an
+// add, not a fused multiply-add: the direct path's `y += w * x` under -ffp-contract=off). A tap
+// outside x is skipped, not added as zero (w * 0 could turn an accumulated -0 into +0, and an
+// infinite weight would make it NaN): lanes it does not reach keep their sum through a blend.
+// Then the activation (Activate is ActivationF32's rule lane by lane). Eight outputs of a row per
+// register, four rows together (four add chains in flight, one weight broadcast for them).
+// Which NaN a NaN output holds may differ (x86 keeps the first NaN operand's payload, and the
+// direct path's own loops order the operands differently).
+
+namespace {
+
+/// One (8-output segment, kernel column) of a row, the same for every row: lane i reads
+/// x[base + i * stride] when it is in `lanes` (its input inside the row, its output inside y).
+struct alignas(32) DepthwiseTap {
+  __m256i lanes;   // the lanes as a mask
+  __m256i raw[2];  // stride 2: the floats of the two loads those lanes need
+  int64_t base;
+  bool full, any;  // every lane; at least one lane
+};
+
+constexpr int64_t kMaxDepthwiseTaps = 512;  // segments x kernel width (64 KiB of table)
+
+/// Lanes [lo, hi) of a ymm mask.
+QCC_AVX2_FMA inline __m256i RangeMask(int64_t lo, int64_t hi) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i from = _mm256_set1_epi32(static_cast<int32_t>(std::clamp<int64_t>(lo, -1, 8)));
+  const __m256i to = _mm256_set1_epi32(static_cast<int32_t>(std::clamp<int64_t>(hi, -1, 8)));
+  return _mm256_andnot_si256(_mm256_cmpgt_epi32(from, lanes), _mm256_cmpgt_epi32(to, lanes));
+}
+
+/// x[base + i * SX] for the lanes of `t` (all of them when FULL), zero elsewhere; reads no float
+/// that no lane needs (stride 2: two loads, their even floats gathered by a shuffle).
+template <int SX, bool FULL>
+QCC_AVX2_FMA inline __m256 LoadTap(const float* xrow, const DepthwiseTap& t) {
+  const float* src = xrow + t.base;
+  if (SX == 1) return FULL ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, t.lanes);
+  const __m256 a = FULL ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, t.raw[0]);
+  const __m256 b = _mm256_maskload_ps(src + 8, t.raw[1]);
+  // [a0 a2 b0 b2 | a4 a6 b4 b6], then the 64-bit pairs reordered to a0 a2 a4 a6 b0 b2 b4 b6.
+  const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/// acc[r] += wv * x of tap `t` in row rows[r] (skipped where null), for the tap's lanes.
+template <int SX, bool FULL>
+QCC_AVX2_FMA inline void AddTap(const float* const rows[4], const DepthwiseTap& t, __m256 wv,
+                                __m256 acc[4]) {
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    if (rows[r] == nullptr) continue;
+    const __m256 sum = _mm256_add_ps(acc[r], _mm256_mul_ps(wv, LoadTap<SX, FULL>(rows[r], t)));
+    acc[r] = FULL ? sum : _mm256_blendv_ps(acc[r], sum, _mm256_castsi256_ps(t.lanes));
+  }
+}
+
+/// One (image, channel) plane: four output rows at a time, one 8-wide segment at a time.
+template <int SX>
+QCC_AVX2_FMA void DepthwisePlaneAvx2(const ConvF32Params& p, const DepthwiseTap* taps,
+                                     int64_t segments, const float* xp, const float* wm, float bias,
+                                     float* yp) {
+  const int64_t ow = p.out[2], oh = p.out[1], kh = p.kernel[1], kw = p.kernel[2];
+  const bool activate = !p.activation.is_identity();
+  const __m256 lo = _mm256_set1_ps(p.activation.lo), hi = _mm256_set1_ps(p.activation.hi);
+  const __m256 slope = _mm256_set1_ps(p.activation.negative_slope);
+  for (int64_t oy = 0; oy < oh; oy += 4) {
+    for (int64_t s = 0; s < segments; ++s) {
+      const DepthwiseTap* st = taps + s * kw;
+      __m256 acc[4];
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) acc[r] = _mm256_set1_ps(bias);
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const float* rows[4];  // null: outside x, or past the last output row
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          const int64_t iy = (oy + r) * p.stride[1] - p.pad[1] + ky * p.dilation[1];
+          rows[r] = oy + r < oh && iy >= 0 && iy < p.in[1] ? xp + iy * p.in[2] : nullptr;
+        }
+        const float* wrow = wm + ky * kw;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const __m256 wv = _mm256_set1_ps(wrow[kx]);
+          if (st[kx].full) {
+            AddTap<SX, true>(rows, st[kx], wv, acc);
+          } else if (st[kx].any) {
+            AddTap<SX, false>(rows, st[kx], wv, acc);
+          }
+        }
+      }
+      const int64_t ox0 = s * 8, n = std::min<int64_t>(8, ow - ox0);
+      const __m256i store = LaneMask(n);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        if (oy + r >= oh) break;
+        const __m256 v = activate ? Activate(acc[r], lo, hi, slope) : acc[r];
+        float* dst = yp + (oy + r) * ow + ox0;
+        if (n == 8) {
+          _mm256_storeu_ps(dst, v);
+        } else {
+          _mm256_maskstore_ps(dst, store, v);
+        }
+      }
+    }
+  }
+}
+
+/// The (segment, kernel column) table of `p` into `taps` (ConvF32DepthwiseAvx2Fits(p)).
+QCC_AVX2_FMA void DepthwiseTaps(const ConvF32Params& p, DepthwiseTap* taps) {
+  const int64_t ow = p.out[2], w_in = p.in[2], sx = p.stride[2], kw = p.kernel[2];
+  const int64_t segments = (ow + 7) / 8;
+  for (int64_t s = 0; s < segments; ++s) {
+    const int64_t lanes = std::min<int64_t>(8, ow - s * 8);
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      DepthwiseTap& t = taps[s * kw + kx];
+      t.base = s * 8 * sx - p.pad[2] + kx * p.dilation[2];
+      int64_t l, h;  // lanes [l, h) read inside the row
+      internal::ValidRange(t.base, sx, w_in, lanes, l, h);
+      t.lanes = RangeMask(l, h);
+      // Stride 2: lane i reads float 2i of the 16 the two loads span.
+      t.raw[0] = RangeMask(2 * l, 2 * h - 1);
+      t.raw[1] = RangeMask(2 * l - 8, 2 * h - 9);
+      t.full = l == 0 && h == 8;
+      t.any = l < h;
+    }
+  }
+}
+
+}  // namespace
+
+bool ConvF32DepthwiseAvx2Fits(const ConvF32Params& p) {
+  return p.IsDepthwise() && p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 && p.pad[0] == 0 &&
+         p.stride[2] <= 2 && (p.out[2] + 7) / 8 * p.kernel[2] <= kMaxDepthwiseTaps;
+}
+
+void ConvF32DepthwiseAvx2(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                          float* y) {
+  if (p.batch == 0 || p.out_size() == 0 || p.out_channels == 0) return;
+  const int64_t mult = p.out_channels / p.groups;
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), kvol = p.kernel_size();
+  const int64_t segments = (p.out[2] + 7) / 8, sx = p.stride[2];
+  DepthwiseTap taps[kMaxDepthwiseTaps];
+  DepthwiseTaps(p, taps);
+  const auto plane_fn = sx == 1 ? DepthwisePlaneAvx2<1> : DepthwisePlaneAvx2<2>;
+  NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t plane = begin; plane < end; ++plane) {
+                    const int64_t n = plane / p.out_channels, m = plane % p.out_channels;
+                    const float* xp = x + (n * p.in_channels + m / mult) * in_sp;
+                    plane_fn(p, taps, segments, xp, w + m * kvol, bias != nullptr ? bias[m] : 0.0f,
+                             y + plane * out_sp);
+                  }
+                });
+}
+
 }  // namespace qcc::cpu

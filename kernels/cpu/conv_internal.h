@@ -8,6 +8,9 @@
 
 namespace qcc::cpu::internal {
 
+/// Output positions [lo, hi) along one axis whose input index o * s + i0 lies in [0, in).
+void ValidRange(int64_t i0, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi);
+
 /// im2col of `channels` planes of one image's x over output rows [r0, r1) (a row is the
 /// innermost output axis): row (c * kernel_size + tap) of `col`, row stride `ld`, starting at
 /// column `col_offset`; zeros where a tap falls outside x. Parallel over channels.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
@@ -224,6 +226,7 @@ TEST(NnConvTest, MatchesNaiveConvolution) {
 // a plan's Conv step does) with ConvF32WithPacked gives ConvF32's bits at the case's batch and
 // every thread count (the packing depends on the convolution's shape only).
 TEST(NnConvTest, EveryKernelMatchesNaive) {
+  int depthwise_avx2_cases = 0;
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
     const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
@@ -276,6 +279,13 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
         y = Tensor(DType::kFloat32, want.dims());
         cpu::ConvF32DepthwiseDirect(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
         EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "") << "depthwise, threads " << threads;
+        // The AVX2 form wherever the CPU can run it: the direct path's bits.
+        if (cpu::Cpu().avx2 && cpu::Cpu().fma && cpu::ConvF32DepthwiseAvx2Fits(p)) {
+          Tensor v(DType::kFloat32, want.dims());
+          cpu::ConvF32DepthwiseAvx2(p, x.data<float>(), w.data<float>(), bias, v.data<float>());
+          EXPECT_EQ(CompareTensors(v, y, 0, 0), "") << "depthwise avx2, threads " << threads;
+          ++depthwise_avx2_cases;
+        }
       }
       if (p.IsDepthwise() && cpu::ConvF32HasAvx512() && cpu::ConvF32DepthwiseAvx512Fits(p)) {
         y = Tensor(DType::kFloat32, want.dims());
@@ -285,6 +295,79 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
       }
     }
   }
+  // Every 2-D depthwise case with horizontal stride 1 or 2, at 1 and 3 threads.
+  if (cpu::Cpu().avx2 && cpu::Cpu().fma) EXPECT_GE(depthwise_avx2_cases, 2 * 10);
+}
+
+// The AVX2 depthwise form against the direct path, bit for bit (any NaN for a NaN), on what a
+// blend must keep: a -0 bias that taps outside x must not turn into +0, infinite weights (inf * 0
+// would be NaN), NaN and infinite inputs; with widths up to 70 (segments of 8 and their tails),
+// strides 1 and 2, dilations 1 and 3, pads past the kernel's reach, a channel multiplier of 2 and
+// every activation form.
+TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
+  if (!cpu::Cpu().avx2 || !cpu::Cpu().fma) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uni(-2.0f, 2.0f);
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+  int cases = 0;
+  for (int64_t width : {1, 5, 8, 9, 16, 23, 31, 70}) {
+    for (int64_t stride : {1, 2}) {
+      for (int64_t dilation : {1, 3}) {
+        for (int64_t kernel : {1, 3, 5}) {
+          for (int64_t pad : {0, 1, 4}) {
+            cpu::ConvF32Params p;
+            p.batch = 2;
+            p.in_channels = 3;
+            p.groups = 3;
+            p.out_channels = kernel == 3 ? 6 : 3;  // a channel multiplier of 2 too
+            p.in = {1, 6, width};
+            p.kernel = {1, kernel, kernel};
+            p.stride = {1, stride, stride};
+            p.dilation = {1, dilation, dilation};
+            p.pad = {0, pad, pad};
+            const int64_t reach = (kernel - 1) * dilation + 1;
+            const int64_t oh = (6 + 2 * pad - reach) / stride + 1;
+            const int64_t ow = (width + 2 * pad - reach) / stride + 1;
+            if (oh <= 0 || ow <= 0) continue;
+            p.out = {1, oh, ow};
+            ASSERT_TRUE(cpu::ConvF32DepthwiseAvx2Fits(p));
+            std::vector<float> x(p.batch * p.in_channels * p.in_size());
+            std::vector<float> w(p.out_channels * p.kernel_size()), b(p.out_channels);
+            for (float& v : x) v = rng() % 16 == 0 ? special[rng() % 5] : uni(rng);
+            for (float& v : w) v = rng() % 24 == 0 ? special[rng() % 4] : uni(rng);
+            for (float& v : b) v = rng() % 2 == 0 ? -0.0f : uni(rng);
+            const std::vector<cpu::ActivationF32> acts = {
+                {}, {0.0f}, {0.0f, 6.0f}, {-INFINITY, INFINITY, 0.1f}};
+            for (const cpu::ActivationF32& act : acts) {
+              p.activation = act;
+              for (int threads : {1, 2}) {
+                p.num_threads = threads;
+                const size_t n = p.batch * p.out_channels * p.out_size();
+                std::vector<float> want(n), got(n, 12345.0f);
+                cpu::ConvF32DepthwiseDirect(p, x.data(), w.data(), b.data(), want.data());
+                cpu::ConvF32DepthwiseAvx2(p, x.data(), w.data(), b.data(), got.data());
+                // Bit for bit, but for which NaN: when both operands of an add or multiply are
+                // NaN, x86 keeps the first one's payload, and the direct path's own scalar and
+                // vectorized loops order them differently.
+                for (size_t i = 0; i < n; ++i) {
+                  if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+                  uint32_t a, c;
+                  std::memcpy(&a, &want[i], 4);
+                  std::memcpy(&c, &got[i], 4);
+                  ASSERT_EQ(a, c) << "output " << i << " width " << width << " stride " << stride
+                                  << " dilation " << dilation << " kernel " << kernel << " pad "
+                                  << pad << " slope " << act.negative_slope << " threads "
+                                  << threads;
+                }
+                ++cases;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 500);
 }
 
 // An empty convolution (no images, or no output channels) gives an empty result on every

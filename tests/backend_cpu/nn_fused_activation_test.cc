@@ -81,6 +81,10 @@ void Depthwise(const cpu::ConvF32Params& p, const float* x, const float* w, cons
                float* y, float*) {
   cpu::ConvF32DepthwiseDirect(p, x, w, b, y);
 }
+void DepthwiseAvx2(const cpu::ConvF32Params& p, const float* x, const float* w, const float* b,
+                   float* y, float*) {
+  cpu::ConvF32DepthwiseAvx2(p, x, w, b, y);
+}
 void DepthwiseAvx512(const cpu::ConvF32Params& p, const float* x, const float* w, const float* b,
                      float* y, float*) {
   cpu::ConvF32DepthwiseAvx512(p, x, w, b, y);
@@ -112,6 +116,9 @@ TEST(NnFusedActivationTest, EveryConvKernelAppliesItInTheEpilogue) {
     if (p.IsDepthwise()) kernels.push_back({"depthwise", Depthwise});
     if (p.IsDepthwise() && cpu::ConvF32HasAvx512() && cpu::ConvF32DepthwiseAvx512Fits(p)) {
       kernels.push_back({"depthwise_avx512", DepthwiseAvx512});
+    }
+    if (p.IsDepthwise() && cpu::Cpu().avx2 && cpu::Cpu().fma && cpu::ConvF32DepthwiseAvx2Fits(p)) {
+      kernels.push_back({"depthwise_avx2", DepthwiseAvx2});
     }
     for (int threads : {1, 3}) {
       p.num_threads = threads;
