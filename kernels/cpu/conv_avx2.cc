@@ -304,7 +304,8 @@ struct alignas(32) DepthwiseTap {
   __m256i lanes;   // the lanes as a mask
   __m256i raw[2];  // stride 2: the floats of the two loads those lanes need
   int64_t base;
-  bool full, any;  // every lane; at least one lane
+  bool full, any;     // every lane; at least one lane
+  bool segment_full;  // every tap of this segment is full
 };
 
 constexpr int64_t kMaxDepthwiseTaps = 512;  // segments x kernel width (64 KiB of table)
@@ -391,6 +392,109 @@ QCC_AVX2_FMA void DepthwisePlaneAvx2(const ConvF32Params& p, const DepthwiseTap*
   }
 }
 
+/// acc[r] of DepthwisePlaneRowsAvx2 for one segment (`st`, its taps): every input row j of the
+/// group that lies inside x, each of its taps loaded once and added to each output row r that
+/// reads it (kernel row j - r * SY), with the weights `wv` broadcast. FULL: every tap of the
+/// segment reaches all 8 lanes (no masks, no blends).
+template <int SX, int KH, int SY, int KW, bool FULL>
+QCC_AVX2_FMA inline void RowsSegment(const float* const* rows, const DepthwiseTap* st,
+                                     const __m256* wv, __m256* acc) {
+  constexpr int R = 4;
+  constexpr int kSpan = (R - 1) * SY + KH;
+#pragma GCC unroll 16
+  for (int j = 0; j < kSpan; ++j) {
+    if (rows[j] == nullptr) continue;
+#pragma GCC unroll 8
+    for (int kx = 0; kx < KW; ++kx) {
+      const DepthwiseTap& t = st[kx];
+      if (!FULL && !t.any) continue;
+      const __m256 v = LoadTap<SX, FULL>(rows[j], t);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const int ky = j - r * SY;
+        if (ky < 0 || ky >= KH) continue;
+        const __m256 sum = _mm256_add_ps(acc[r], _mm256_mul_ps(wv[ky * KW + kx], v));
+        acc[r] = FULL ? sum : _mm256_blendv_ps(acc[r], sum, _mm256_castsi256_ps(t.lanes));
+      }
+    }
+  }
+}
+
+/// DepthwisePlaneAvx2 for a KH x KW kernel, vertical stride SY and vertical dilation 1: the four
+/// output rows of a group read (4 - 1) * SY + KH input rows, and each segment of each of those is
+/// loaded once for every output row that reads it, where DepthwisePlaneAvx2 loads it once per
+/// output row and tap. Each output still adds its taps in (row, column) order, so the two give the
+/// same bits.
+template <int SX, int KH, int SY, int KW>
+QCC_AVX2_FMA void DepthwisePlaneRowsAvx2(const ConvF32Params& p, const DepthwiseTap* taps,
+                                         int64_t segments, const float* xp, const float* wm,
+                                         float bias, float* yp) {
+  constexpr int R = 4;
+  constexpr int kSpan = (R - 1) * SY + KH;
+  const int64_t ow = p.out[2], oh = p.out[1];
+  const bool activate = !p.activation.is_identity();
+  const __m256 lo = _mm256_set1_ps(p.activation.lo), hi = _mm256_set1_ps(p.activation.hi);
+  const __m256 slope = _mm256_set1_ps(p.activation.negative_slope);
+  __m256 wv[KH * KW];
+#pragma GCC unroll 64
+  for (int i = 0; i < KH * KW; ++i) wv[i] = _mm256_set1_ps(wm[i]);
+  for (int64_t oy = 0; oy < oh; oy += R) {
+    const float* rows[kSpan];  // null: outside x
+#pragma GCC unroll 16
+    for (int j = 0; j < kSpan; ++j) {
+      const int64_t iy = oy * SY - p.pad[1] + j;
+      rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * p.in[2] : nullptr;
+    }
+    for (int64_t s = 0; s < segments; ++s) {
+      const DepthwiseTap* st = taps + s * KW;
+      __m256 acc[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r] = _mm256_set1_ps(bias);
+      if (st[0].segment_full) {
+        RowsSegment<SX, KH, SY, KW, true>(rows, st, wv, acc);
+      } else {
+        RowsSegment<SX, KH, SY, KW, false>(rows, st, wv, acc);
+      }
+      const int64_t ox0 = s * 8, n = std::min<int64_t>(8, ow - ox0);
+      const __m256i store = LaneMask(n);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        if (oy + r >= oh) break;
+        const __m256 v = activate ? Activate(acc[r], lo, hi, slope) : acc[r];
+        float* dst = yp + (oy + r) * ow + ox0;
+        if (n == 8) {
+          _mm256_storeu_ps(dst, v);
+        } else {
+          _mm256_maskstore_ps(dst, store, v);
+        }
+      }
+    }
+  }
+}
+
+using DepthwisePlaneAvx2Fn = void (*)(const ConvF32Params&, const DepthwiseTap*, int64_t,
+                                      const float*, const float*, float, float*);
+
+/// The plane kernel for `p`: a DepthwisePlaneRowsAvx2 instance for square 3x3, 5x5 and 7x7
+/// kernels with vertical stride 1 or 2 and no vertical dilation, else DepthwisePlaneAvx2.
+template <int SX>
+DepthwisePlaneAvx2Fn PickDepthwisePlaneAvx2(const ConvF32Params& p) {
+  if (p.dilation[1] != 1 || p.stride[1] > 2 || p.kernel[1] != p.kernel[2]) {
+    return DepthwisePlaneAvx2<SX>;
+  }
+  const bool s1 = p.stride[1] == 1;
+  switch (p.kernel[1]) {
+    case 3:
+      return s1 ? DepthwisePlaneRowsAvx2<SX, 3, 1, 3> : DepthwisePlaneRowsAvx2<SX, 3, 2, 3>;
+    case 5:
+      return s1 ? DepthwisePlaneRowsAvx2<SX, 5, 1, 5> : DepthwisePlaneRowsAvx2<SX, 5, 2, 5>;
+    case 7:
+      return s1 ? DepthwisePlaneRowsAvx2<SX, 7, 1, 7> : DepthwisePlaneRowsAvx2<SX, 7, 2, 7>;
+    default:
+      return DepthwisePlaneAvx2<SX>;
+  }
+}
+
 /// The (segment, kernel column) table of `p` into `taps` (ConvF32DepthwiseAvx2Fits(p)).
 QCC_AVX2_FMA void DepthwiseTaps(const ConvF32Params& p, DepthwiseTap* taps) {
   const int64_t ow = p.out[2], w_in = p.in[2], sx = p.stride[2], kw = p.kernel[2];
@@ -409,6 +513,9 @@ QCC_AVX2_FMA void DepthwiseTaps(const ConvF32Params& p, DepthwiseTap* taps) {
       t.full = l == 0 && h == 8;
       t.any = l < h;
     }
+    bool all = true;
+    for (int64_t kx = 0; kx < kw; ++kx) all = all && taps[s * kw + kx].full;
+    for (int64_t kx = 0; kx < kw; ++kx) taps[s * kw + kx].segment_full = all;
   }
 }
 
@@ -427,7 +534,8 @@ void ConvF32DepthwiseAvx2(const ConvF32Params& p, const float* x, const float* w
   const int64_t segments = (p.out[2] + 7) / 8, sx = p.stride[2];
   DepthwiseTap taps[kMaxDepthwiseTaps];
   DepthwiseTaps(p, taps);
-  const auto plane_fn = sx == 1 ? DepthwisePlaneAvx2<1> : DepthwisePlaneAvx2<2>;
+  const DepthwisePlaneAvx2Fn plane_fn =
+      sx == 1 ? PickDepthwisePlaneAvx2<1>(p) : PickDepthwisePlaneAvx2<2>(p);
   NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
                 [&](int64_t begin, int64_t end) {
                   for (int64_t plane = begin; plane < end; ++plane) {
