@@ -110,24 +110,26 @@ QCC_AVX2_FMA inline __m256i LaneMask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), lanes);
 }
 
-/// c[r, 0:24) = act(init[r] + sum_k ap[k, r] * b[k, 0:24)) for r < MR, stored for columns
-/// [0, n) (n <= 24), where init is bias[r] (or 0) when `first`, else the partial sums c holds
+/// c[r, 0:8 NV) = act(init[r] + sum_k ap[k, r] * b[k, 0:8 NV)) for r < MR, stored for columns
+/// [0, n) (n <= 8 NV), where init is bias[r] (or 0) when `first`, else the partial sums c holds
 /// (a chunk of k after the first: storing and reloading a float is exact, so the chunks give
 /// the bits of one loop); `act` null is the identity. `ap` holds kMr packed rows per k (rows >= MR
-/// are zero padding). All 24 columns of b are read: an im2col band's rows and a pointwise panel are
-/// zero-padded to whole tiles.
-template <int MR>
+/// are zero padding). All 8 NV columns of b are read: an im2col band's rows and a pointwise panel
+/// are zero-padded to whole tiles of 24. A band's last tile takes the fewest vectors that hold
+/// its columns (a 7x7 map's 49 positions: 24 + 24 + 8 columns, not 24 + 24 + 24), which changes
+/// no output's bits (each column is its own chain of fused multiply-adds).
+template <int MR, int NV>
 QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, bool first,
                        const float* bias, const ActivationF32* act, float* c, int64_t ldc,
                        int64_t n) {
-  __m256i mask[kVecs];
+  __m256i mask[NV];
 #pragma GCC unroll 4
-  for (int v = 0; v < kVecs; ++v) mask[v] = LaneMask(n - 8 * v);
-  __m256 acc[MR][kVecs];
+  for (int v = 0; v < NV; ++v) mask[v] = LaneMask(n - 8 * v);
+  __m256 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) {
+    for (int v = 0; v < NV; ++v) {
       if (first) {
         acc[r][v] = bias != nullptr ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
       } else {
@@ -136,16 +138,16 @@ QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t l
     }
   }
   for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
-    __m256 bv[kVecs];
+    __m256 bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) {
+    for (int v = 0; v < NV; ++v) {
       bv[v] = _mm256_loadu_ps(b + 8 * v);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 a = _mm256_broadcast_ss(ap + r);
 #pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(a, bv[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(a, bv[v], acc[r][v]);
     }
   }
   if (act != nullptr) {
@@ -154,14 +156,14 @@ QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t l
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = Activate(acc[r][v], lo, hi, slope);
+      for (int v = 0; v < NV; ++v) acc[r][v] = Activate(acc[r][v], lo, hi, slope);
     }
   }
-  const bool full = n == kNr;
+  const bool full = n == 8 * NV;
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) {
+    for (int v = 0; v < NV; ++v) {
       if (full) {
         _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
       } else {
@@ -173,7 +175,11 @@ QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t l
 
 using TileFn = void (*)(int64_t, const float*, const float*, int64_t, bool, const float*,
                         const ActivationF32*, float*, int64_t, int64_t);
-constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>};
+/// By the tile's vectors (its last tile of a band may need only 1 or 2 of the 3) and rows.
+constexpr TileFn kTiles[kVecs][kMr + 1] = {
+    {nullptr, Tile<1, 1>, Tile<2, 1>, Tile<3, 1>, Tile<4, 1>},
+    {nullptr, Tile<1, 2>, Tile<2, 2>, Tile<3, 2>, Tile<4, 2>},
+    {nullptr, Tile<1, 3>, Tile<2, 3>, Tile<3, 3>, Tile<4, 3>}};
 
 /// `floats` rounded up to whole tiles.
 int64_t WholeTiles(int64_t floats) { return (floats + kNr - 1) / kNr * kNr; }
@@ -263,9 +269,10 @@ void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* pack
         const int64_t rows = std::min(kMr, g.mg - mb * kMr);
         const int64_t width = std::min(kNr, cols - j);
         const float* bk = g.pointwise ? col + j * g.k + k0 * kNr : b + k0 * ldb + j;
-        kTiles[rows](k1 - k0, ag + (mb * g.k + k0) * kMr, bk, g.pointwise ? kNr : ldb, k0 == 0,
-                     bg != nullptr ? bg + mb * kMr : nullptr, k1 == g.k ? act : nullptr,
-                     yg + mb * kMr * out_sp + j, out_sp, width);
+        kTiles[(width + 7) / 8 - 1][rows](
+            k1 - k0, ag + (mb * g.k + k0) * kMr, bk, g.pointwise ? kNr : ldb, k0 == 0,
+            bg != nullptr ? bg + mb * kMr : nullptr, k1 == g.k ? act : nullptr,
+            yg + mb * kMr * out_sp + j, out_sp, width);
       };
       // GEMM blocking: k in chunks whose kKc x kNr block of b stays in L1 while a group of
       // kMc weight blocks (kKc x kMr each, together in L2) passes over it; every column tile
