@@ -1,7 +1,8 @@
 // int8 against fp32 convolution on the layers of resnet20-cifar10 at batch 32 (Google
 // Benchmark): our fp32 conv (ConvF32, AVX-512 where the CPU has it), the int8 reference
 // (QConvReference, the contract in scalar C++) and the int8 fast path (QConv: VNNI, else AVX2).
-// Layers 6 to 8 are MobileNet-style extras (depthwise 3x3, stride 1 and 2, and a pointwise 1x1).
+// Layers 6 to 8 are MobileNet-style extras (depthwise 3x3, stride 1 and 2, and a pointwise 1x1),
+// layer 9 an ImageNet stem (3 channels in, 3x3 stride 2, on 112x112 to keep batch 32 small).
 // Each benchmark reports GOPS (2 ops per multiply-add); the Resnet20Convs* ones run all 19
 // convolutions of the network in order, so their ratio is the conv part of the int8 speed-up.
 //
@@ -28,9 +29,9 @@ struct Layer {
   int64_t kernel = 3, group = 1;    // square kernel, pad kernel / 2
 };
 const Layer kLayers[] = {
-    {3, 16, 32, 1, 1},         {16, 16, 32, 1, 6},        {16, 32, 32, 2, 1},
-    {32, 32, 16, 1, 5},        {32, 64, 16, 2, 1},        {64, 64, 8, 1, 5},
-    {96, 96, 28, 1, 0, 3, 96}, {96, 96, 28, 2, 0, 3, 96}, {96, 32, 28, 1, 0, 1}};
+    {3, 16, 32, 1, 1},     {16, 16, 32, 1, 6}, {16, 32, 32, 2, 1},        {32, 32, 16, 1, 5},
+    {32, 64, 16, 2, 1},    {64, 64, 8, 1, 5},  {96, 96, 28, 1, 0, 3, 96}, {96, 96, 28, 2, 0, 3, 96},
+    {96, 32, 28, 1, 0, 1}, {3, 64, 112, 2, 0}};
 
 int64_t Pad(const Layer& l) { return l.kernel / 2; }
 int64_t OutHw(const Layer& l) { return (l.hw + 2 * Pad(l) - l.kernel) / l.stride + 1; }

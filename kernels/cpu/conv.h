@@ -122,7 +122,8 @@ bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p);
 void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
                             const float* bias, float* y);
 
-/// True when ConvF32DepthwiseAvx2 takes `p`: depthwise, no depth axis, stride 1 or 2 in x.
+/// True when ConvF32DepthwiseAvx2 takes `p`: depthwise, no depth axis, stride 1 or 2 in x, and
+/// at most 256 (8-output segment, kernel column) pairs per row (680 outputs with a 3-wide kernel).
 bool ConvF32DepthwiseAvx2Fits(const ConvF32Params& p);
 
 /// ConvF32DepthwiseDirect's bits for depthwise convolutions that ConvF32DepthwiseAvx2Fits, 8

@@ -315,7 +315,9 @@ struct alignas(32) DepthwiseTap {
   bool segment_full;  // every tap of this segment is full
 };
 
-constexpr int64_t kMaxDepthwiseTaps = 512;  // segments x kernel width (64 KiB of table)
+// segments x kernel width: 32 KiB of table on the caller's stack (rows up to 680 outputs wide
+// with a 3x3 kernel, 292 with a 7x7; wider ones take the direct path).
+constexpr int64_t kMaxDepthwiseTaps = 256;
 
 /// Lanes [lo, hi) of a ymm mask.
 QCC_AVX2_FMA inline __m256i RangeMask(int64_t lo, int64_t hi) {

@@ -368,6 +368,17 @@ TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
     }
   }
   EXPECT_GT(cases, 500);
+
+  // Its tap table holds 256 (segment, kernel column) pairs: a wider row takes the direct path.
+  cpu::ConvF32Params wide;
+  wide.in_channels = wide.groups = wide.out_channels = 2;
+  wide.kernel = {1, 1, 3};
+  wide.in = {1, 1, 8 * 85 + 2};
+  wide.out = {1, 1, 8 * 85};
+  EXPECT_TRUE(cpu::ConvF32DepthwiseAvx2Fits(wide));
+  wide.in[2] += 8;
+  wide.out[2] += 8;
+  EXPECT_FALSE(cpu::ConvF32DepthwiseAvx2Fits(wide));
 }
 
 // An empty convolution (no images, or no output channels) gives an empty result on every
