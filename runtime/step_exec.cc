@@ -158,6 +158,19 @@ absl::Status CheckPoolWindow(const StepPrepareContext& ctx, const PoolStepParams
   return absl::OkStatus();
 }
 
+cpu::PoolGeometry PoolGeometryOf(const PoolStepParams& w, const Dims& x, const Dims& y) {
+  cpu::PoolGeometry g;
+  g.planes = x[0] * x[1];
+  g.in = {1, x[2], x[3]};
+  g.out = {1, y[2], y[3]};
+  g.kernel = {1, w.kernel_h, w.kernel_w};
+  g.stride = {1, w.stride_h, w.stride_w};
+  g.dilation = {1, w.dilation_h, w.dilation_w};
+  g.pad_begin = {0, w.pad_top, w.pad_left};
+  g.pad_end = {0, w.pad_bottom, w.pad_right};
+  return g;
+}
+
 absl::Status CheckWindowedPool(const StepPrepareContext& c, const PoolStepParams& w, DType dtype) {
   QCC_RETURN_IF_ERROR(c.CheckCounts(1, 1, 1));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", dtype, 4));

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "kernels/cpu/pool.h"
 #include "runtime/plan.h"
 #include "runtime/steps.h"
 #include "support/tensor.h"
@@ -196,6 +197,9 @@ absl::StatusOr<Dims> ConvOutDims(const StepPrepareContext& ctx, const ConvGeomet
 /// OK when the window parameters are positive (kernel, stride, dilation), pads non-negative and
 /// ceil_mode 0 or 1.
 absl::Status CheckPoolWindow(const StepPrepareContext& ctx, const PoolStepParams& p);
+/// The kernels' geometry of a 2-D windowed pool step `w` from NCHW input dims `x` to output
+/// dims `y` (fp32 and int8 pools alike).
+cpu::PoolGeometry PoolGeometryOf(const PoolStepParams& w, const Dims& x, const Dims& y);
 /// A windowed pool's operands: one input X and one output Y of `dtype`, NCHW, Y with the
 /// window's output extents at every batch (CheckPoolWindow included).
 absl::Status CheckWindowedPool(const StepPrepareContext& ctx, const PoolStepParams& p, DType dtype);

@@ -597,18 +597,7 @@ struct PoolState {
 };
 
 cpu::PoolF32Params F32Pool(const PoolStepParams& w, const StepRunContext& c) {
-  const Dims x = c.in_dims(0), y = c.out_dims(0);
-  cpu::PoolF32Params p;
-  p.planes = x[0] * x[1];
-  p.in = {1, x[2], x[3]};
-  p.out = {1, y[2], y[3]};
-  p.kernel = {1, w.kernel_h, w.kernel_w};
-  p.stride = {1, w.stride_h, w.stride_w};
-  p.dilation = {1, w.dilation_h, w.dilation_w};
-  p.pad_begin = {0, w.pad_top, w.pad_left};
-  p.pad_end = {0, w.pad_bottom, w.pad_right};
-  p.num_threads = c.num_threads;
-  return p;
+  return {PoolGeometryOf(w, c.in_dims(0), c.out_dims(0)), c.num_threads};
 }
 
 absl::StatusOr<PoolState> PrepareMaxPool(const StepPrepareContext& c) {

@@ -414,19 +414,6 @@ struct QPoolState {
   bool count_include_pad = false;
 };
 
-cpu::PoolS8Geometry S8Geometry(const PoolStepParams& w, const Dims& x, const Dims& y) {
-  cpu::PoolS8Geometry g;
-  g.planes = x[0] * x[1];
-  g.in = {1, x[2], x[3]};
-  g.out = {1, y[2], y[3]};
-  g.kernel = {1, w.kernel_h, w.kernel_w};
-  g.stride = {1, w.stride_h, w.stride_w};
-  g.dilation = {1, w.dilation_h, w.dilation_w};
-  g.pad_begin = {0, w.pad_top, w.pad_left};
-  g.pad_end = {0, w.pad_bottom, w.pad_right};
-  return g;
-}
-
 absl::StatusOr<QPoolState> PrepareQMaxPool(const StepPrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const PoolStepParams w, c.Decode<PoolStepParams>());
   QCC_RETURN_IF_ERROR(CheckWindowedPool(c, w, kI8));
@@ -434,7 +421,7 @@ absl::StatusOr<QPoolState> PrepareQMaxPool(const StepPrepareContext& c) {
 }
 
 void RunQMaxPool(const QPoolState& s, const StepRunContext& c) {
-  cpu::MaxPoolS8(S8Geometry(s.window, c.in_dims(0), c.out_dims(0)), c.in<int8_t>(0),
+  cpu::MaxPoolS8(PoolGeometryOf(s.window, c.in_dims(0), c.out_dims(0)), c.in<int8_t>(0),
                  c.out<int8_t>(0), c.num_threads);
 }
 
@@ -460,8 +447,8 @@ absl::StatusOr<QPoolState> PrepareQAveragePool(const StepPrepareContext& c) {
 }
 
 void RunQAveragePool(const QPoolState& s, const StepRunContext& c) {
-  cpu::AveragePoolS8(S8Geometry(s.window, c.in_dims(0), c.out_dims(0)), s.q, s.count_include_pad,
-                     c.in<int8_t>(0), c.out<int8_t>(0), c.num_threads);
+  cpu::AveragePoolS8(PoolGeometryOf(s.window, c.in_dims(0), c.out_dims(0)), s.q,
+                     s.count_include_pad, c.in<int8_t>(0), c.out<int8_t>(0), c.num_threads);
 }
 
 absl::StatusOr<QPoolState> PrepareQGlobalAveragePool(const StepPrepareContext& c) {

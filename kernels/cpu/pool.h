@@ -8,17 +8,23 @@
 
 namespace qcc::cpu {
 
-/// Geometry of a windowed pool over `planes` (= N * C) independent planes. Spatial arrays are
-/// (depth, height, width); unused leading axes have extent 1, stride 1, dilation 1, pads 0.
-struct PoolF32Params {
+/// Geometry of a windowed pool over `planes` (= N * C) independent planes, fp32 or int8
+/// (qpool.h). Spatial arrays are (depth, height, width); unused leading axes have extent 1,
+/// stride 1, dilation 1, pads 0. `out` is ONNX's output extent (floor or ceil_mode, a ceil_mode
+/// window starting in the end padding dropped), computed by the caller.
+struct PoolGeometry {
   int64_t planes = 1;
   std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1};
   std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1};
   std::array<int64_t, 3> pad_begin{0, 0, 0}, pad_end{0, 0, 0};
-  int num_threads = 1;
 
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+/// An fp32 pool: its geometry and the threads it may use.
+struct PoolF32Params : PoolGeometry {
+  int num_threads = 1;
 };
 
 /// y = max of x over the taps of each window that fall inside x (padding never wins; a window

@@ -47,7 +47,7 @@ struct Window {
 /// Calls fn(out_index, window) for each output position of one plane, with taps restricted to
 /// positions inside [lo, hi).
 template <typename Fn>
-void ForEachWindow(const PoolS8Geometry& g, const std::array<int64_t, 3>& lo,
+void ForEachWindow(const PoolGeometry& g, const std::array<int64_t, 3>& lo,
                    const std::array<int64_t, 3>& hi, Fn&& fn) {
   Window w;
   int64_t o = 0;
@@ -68,7 +68,7 @@ void ForEachWindow(const PoolS8Geometry& g, const std::array<int64_t, 3>& lo,
 
 /// Calls fn(value) for each tap of window `w` inside plane `xp`.
 template <typename Fn>
-void ForEachTap(const PoolS8Geometry& g, const int8_t* xp, const Window& w, Fn&& fn) {
+void ForEachTap(const PoolGeometry& g, const int8_t* xp, const Window& w, Fn&& fn) {
   for (int64_t kz = w.k0[0]; kz < w.k1[0]; ++kz) {
     const int64_t iz = w.start[0] + kz * g.dilation[0];
     for (int64_t ky = w.k0[1]; ky < w.k1[1]; ++ky) {
@@ -82,13 +82,13 @@ constexpr std::array<int64_t, 3> kZero{0, 0, 0};
 
 /// The first input row of output row `oy`'s window (it may lie in the padding), and the window's
 /// rows [ky0, ky1) inside x.
-int64_t RowWindow(const PoolS8Geometry& g, int64_t oy, int64_t& ky0, int64_t& ky1) {
+int64_t RowWindow(const PoolGeometry& g, int64_t oy, int64_t& ky0, int64_t& ky1) {
   const int64_t sy = oy * g.stride[1] - g.pad_begin[1];
   TapRange(sy, g.dilation[1], g.kernel[1], 0, g.in[1], ky0, ky1);
   return sy;
 }
 
-void MaxPoolPlanesScalar(const PoolS8Geometry& g, int64_t begin, int64_t end, const int8_t* x,
+void MaxPoolPlanesScalar(const PoolGeometry& g, int64_t begin, int64_t end, const int8_t* x,
                          int8_t* y) {
   for (int64_t plane = begin; plane < end; ++plane) {
     const int8_t* xp = x + plane * g.in_size();
@@ -127,7 +127,7 @@ QCC_AVX512_POOL inline __m512i LoadTap(const int8_t* row, int64_t offset, int64_
                             _mm512_cvtepi16_epi8(b), 1);
 }
 
-QCC_AVX512_POOL void MaxPoolPlanesAvx512(const PoolS8Geometry& g, int64_t begin, int64_t end,
+QCC_AVX512_POOL void MaxPoolPlanesAvx512(const PoolGeometry& g, int64_t begin, int64_t end,
                                          const int8_t* x, int8_t* y) {
   const int64_t w_in = g.in[2], ow = g.out[2], sx = g.stride[2], dx = g.dilation[2];
   for (int64_t plane = begin; plane < end; ++plane) {
@@ -173,7 +173,7 @@ QCC_AVX512_POOL void MaxPoolPlanesAvx512(const PoolS8Geometry& g, int64_t begin,
 /// ox * sx + kx * dx - pad for each output lane, maxed in where that column lies inside the row.
 /// A max is a max in any order, and no lane ever takes an outside column, so the bits are
 /// MaxPoolPlanesScalar's; -128 where no tap lies inside x, as there.
-QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolS8Geometry& g, int64_t begin, int64_t end,
+QCC_AVX512_POOL_VBMI void MaxPoolPlanesVbmi(const PoolGeometry& g, int64_t begin, int64_t end,
                                             const int8_t* x, int8_t* y) {
   const int64_t w_in = g.in[2], ow = g.out[2], kw = g.kernel[2];
   const __m512i low = _mm512_set1_epi8(-128);
@@ -236,7 +236,7 @@ QCC_AVX2_POOL inline __m256i EvenBytes(const int8_t* p) {
 /// even bytes of 64) at column ox * sx + kx * dx of the buffer for 32 outputs. A max is a max in
 /// any order and -128 never raises one, so the bits are MaxPoolPlanesScalar's, -128 included
 /// where a window has no tap inside x. Every load stays inside the buffer.
-QCC_AVX2_POOL void MaxPoolPlanesAvx2(const PoolS8Geometry& g, int64_t begin, int64_t end,
+QCC_AVX2_POOL void MaxPoolPlanesAvx2(const PoolGeometry& g, int64_t begin, int64_t end,
                                      const int8_t* x, int8_t* y) {
   const int64_t w_in = g.in[2], ow = g.out[2], kw = g.kernel[2], sx = g.stride[2];
   const int64_t dx = g.dilation[2], lead = g.pad_begin[2];
@@ -288,27 +288,27 @@ QCC_AVX2_POOL void MaxPoolPlanesAvx2(const PoolS8Geometry& g, int64_t begin, int
 
 }  // namespace
 
-bool MaxPoolS8FitsVbmi(const PoolS8Geometry& g) {
+bool MaxPoolS8FitsVbmi(const PoolGeometry& g) {
   return Cpu().avx512_int8() && Cpu().avx512vbmi && g.in[0] == 1 && g.out[0] == 1 &&
          g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.in[2] <= 128 && g.out[2] <= 64 &&
          g.kernel[2] <= 64;
 }
 
-bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g) {
+bool MaxPoolS8UsesAvx512(const PoolGeometry& g) {
   return Cpu().avx512_int8() && Cpu().bmi2 && (g.stride[2] == 1 || g.stride[2] == 2);
 }
 
-bool MaxPoolS8UsesAvx2(const PoolS8Geometry& g) {
+bool MaxPoolS8UsesAvx2(const PoolGeometry& g) {
   return !MaxPoolS8UsesAvx512(g) && Cpu().avx2 && g.in[0] == 1 && g.out[0] == 1 &&
          g.kernel[0] == 1 && g.pad_begin[0] == 0 && g.pad_begin[2] >= 0 &&
          (g.stride[2] == 1 || g.stride[2] == 2);
 }
 
-void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y) {
+void MaxPoolS8Reference(const PoolGeometry& g, const int8_t* x, int8_t* y) {
   MaxPoolPlanesScalar(g, 0, g.planes, x, y);
 }
 
-void MaxPoolS8(const PoolS8Geometry& g, const int8_t* x, int8_t* y, int num_threads) {
+void MaxPoolS8(const PoolGeometry& g, const int8_t* x, int8_t* y, int num_threads) {
   const bool vbmi = MaxPoolS8FitsVbmi(g);
   const bool fast = MaxPoolS8UsesAvx512(g), avx2 = MaxPoolS8UsesAvx2(g);
   const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
@@ -320,7 +320,7 @@ void MaxPoolS8(const PoolS8Geometry& g, const int8_t* x, int8_t* y, int num_thre
   });
 }
 
-void AveragePoolS8(const PoolS8Geometry& g, const AvgPoolS8Quant& q, bool count_include_pad,
+void AveragePoolS8(const PoolGeometry& g, const AvgPoolS8Quant& q, bool count_include_pad,
                    const int8_t* x, int8_t* y, int num_threads) {
   const int64_t kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
   std::array<int64_t, 3> padded_lo, padded_hi;

@@ -9,21 +9,9 @@
 #include <array>
 #include <cstdint>
 
+#include "kernels/cpu/pool.h"  // PoolGeometry
+
 namespace qcc::cpu {
-
-/// Geometry of a windowed pool over `planes` (= N * C) independent planes. Spatial arrays are
-/// (depth, height, width); unused leading axes have extent 1, stride 1, dilation 1, pads 0.
-/// `out` is ONNX's output extent (floor or ceil_mode, a ceil_mode window starting in the end
-/// padding dropped), computed by the caller.
-struct PoolS8Geometry {
-  int64_t planes = 1;
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1};
-  std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1};
-  std::array<int64_t, 3> pad_begin{0, 0, 0}, pad_end{0, 0, 0};
-
-  int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
-};
 
 /// Requantization of an average pool: y = AverageValue(sum, count, multiplier, zp_out, lo, hi),
 /// i.e. Saturate((float(sum) * multiplier) / float(count), zp_out, lo, hi), where sum is the
@@ -39,22 +27,22 @@ struct AvgPoolS8Quant {
 /// y = max of the raw int8 x over the taps of each window that fall inside x (padding never
 /// wins; a window with no such tap gives -128). The output scale and zero point are the
 /// input's, so no requantization happens.
-void MaxPoolS8(const PoolS8Geometry& g, const int8_t* x, int8_t* y, int num_threads);
-void MaxPoolS8Reference(const PoolS8Geometry& g, const int8_t* x, int8_t* y);
+void MaxPoolS8(const PoolGeometry& g, const int8_t* x, int8_t* y, int num_threads);
+void MaxPoolS8Reference(const PoolGeometry& g, const int8_t* x, int8_t* y);
 
 /// True when MaxPoolS8 takes its AVX-512 path for `g` on this CPU.
-bool MaxPoolS8UsesAvx512(const PoolS8Geometry& g);
+bool MaxPoolS8UsesAvx512(const PoolGeometry& g);
 /// True when it takes its AVX2 path instead (2-D planes, horizontal stride 1 or 2, no AVX-512).
-bool MaxPoolS8UsesAvx2(const PoolS8Geometry& g);
+bool MaxPoolS8UsesAvx2(const PoolGeometry& g);
 /// Whether MaxPoolS8 takes its separable VBMI form: 2-D planes whose input rows are at most 128
 /// bytes and output rows at most 64, on a CPU with AVX-512 VBMI (same bits as the reference).
-bool MaxPoolS8FitsVbmi(const PoolS8Geometry& g);
+bool MaxPoolS8FitsVbmi(const PoolGeometry& g);
 
 /// y = AverageValue over each window (see AvgPoolS8Quant). count is the number of taps inside x,
 /// or with `count_include_pad` inside the padded extent [-pad_begin, in + pad_end) (a ceil_mode
 /// window hanging past the end padding is not padded further), as ONNX AveragePool counts; a
 /// window with count 0 gives Saturate(0, zp_out, lo, hi).
-void AveragePoolS8(const PoolS8Geometry& g, const AvgPoolS8Quant& q, bool count_include_pad,
+void AveragePoolS8(const PoolGeometry& g, const AvgPoolS8Quant& q, bool count_include_pad,
                    const int8_t* x, int8_t* y, int num_threads);
 
 /// y[i] = AverageValue(sum of (x - zp_in) over x[i * size, (i + 1) * size), size, ...) for each

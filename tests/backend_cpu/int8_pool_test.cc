@@ -30,8 +30,8 @@ int64_t OutExtent(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64
   return out;
 }
 
-PoolS8Geometry Geometry(const Pool2d& c) {
-  PoolS8Geometry g;
+PoolGeometry Geometry(const Pool2d& c) {
+  PoolGeometry g;
   g.planes = c.planes;
   g.in = {1, c.h, c.w};
   g.kernel = {1, c.kh, c.kw};
@@ -49,7 +49,7 @@ PoolS8Geometry Geometry(const Pool2d& c) {
 enum class Mode { kMax, kAvg, kAvgIncludePad };
 std::vector<int8_t> NaivePool(Mode mode, const Pool2d& c, const AvgPoolS8Quant& q,
                               const std::vector<int8_t>& x) {
-  const PoolS8Geometry g = Geometry(c);
+  const PoolGeometry g = Geometry(c);
   std::vector<int8_t> y;
   for (int64_t p = 0; p < c.planes; ++p) {
     for (int64_t oy = 0; oy < g.out[1]; ++oy) {
@@ -96,7 +96,7 @@ TEST(Int8MaxPoolTest, HandValues) {
   const std::vector<int8_t> x = {-100, -99, -98, -97, -96, -95, -94, -93, -92};
   Pool2d c{1, 3, 3, 3, 3};
   c.pads = {1, 1, 1, 1};
-  const PoolS8Geometry g = Geometry(c);
+  const PoolGeometry g = Geometry(c);
   std::vector<int8_t> y(9);
   MaxPoolS8Reference(g, x.data(), y.data());
   EXPECT_EQ(y, (std::vector<int8_t>{-96, -95, -95, -93, -92, -92, -93, -92, -92}));
@@ -133,13 +133,13 @@ TEST(Int8MaxPoolTest, ReferenceAndFastPathMatchNaive) {
       c.pads[a] = std::min(c.pads[a], eff - 1);
       c.pads[a + 2] = std::min(c.pads[a + 2], eff - 1);
     }
-    const PoolS8Geometry g = Geometry(c);
+    const PoolGeometry g = Geometry(c);
     if (g.out[1] < 1 || g.out[2] < 1) continue;
     cases.push_back(c);
   }
   int fast_cases = 0, vbmi_cases = 0, avx2_cases = 0;
   for (const Pool2d& c : cases) {
-    const PoolS8Geometry g = Geometry(c);
+    const PoolGeometry g = Geometry(c);
     const std::vector<int8_t> x = RandomInt8(c.planes * c.h * c.w, rng);
     const std::vector<int8_t> want = NaivePool(Mode::kMax, c, {}, x);
     std::vector<int8_t> ref(want.size());
@@ -171,7 +171,7 @@ TEST(Int8AveragePoolTest, HandValues) {
   const std::vector<int8_t> x = {1, 2, 3, 4};
   Pool2d c{1, 2, 2, 2, 2};
   c.pads = {1, 1, 1, 1};
-  const PoolS8Geometry g = Geometry(c);
+  const PoolGeometry g = Geometry(c);
   const AvgPoolS8Quant q{1, 2.0f, -3, -128, 127};  // M = 2, zp_out = -3
   std::vector<int8_t> y(9);
   AveragePoolS8(g, q, false, x.data(), y.data(), 1);
@@ -202,7 +202,7 @@ TEST(Int8AveragePoolTest, MatchesNaive) {
     c.pads = {pad(rng), pad(rng), pad(rng), pad(rng)};
     for (int64_t& p : c.pads) p = std::min(p, std::min(c.kh, c.kw) - 1);
     c.ceil_mode = i % 2;
-    const PoolS8Geometry g = Geometry(c);
+    const PoolGeometry g = Geometry(c);
     if (g.out[1] >= 1 && g.out[2] >= 1) cases.push_back(c);
   }
   for (const Pool2d& c : cases) {

@@ -107,7 +107,7 @@ TEST(PoolBodies, QMaxPoolMatchesCpu) {
     const PoolWindow g = RandomWindow(rng, &ceil_mode);
     const std::vector<int8_t> x = RandomInt8(g.planes * g.in_h * g.in_w, rng);
     const int64_t n = g.planes * g.out_h * g.out_w;
-    cpu::PoolS8Geometry cg;
+    cpu::PoolGeometry cg;
     FillCpuGeometry(g, &cg);
     std::vector<int8_t> want(n), want_ref(n), got(n);
     cpu::MaxPoolS8(cg, x.data(), want.data(), 1);
@@ -127,7 +127,7 @@ TEST(PoolBodies, QAveragePoolMatchesCpu) {
     const PoolWindow g = RandomWindow(rng, &ceil_mode);
     const std::vector<int8_t> x = RandomInt8(g.planes * g.in_h * g.in_w, rng);
     const int64_t n = g.planes * g.out_h * g.out_w;
-    cpu::PoolS8Geometry cg;
+    cpu::PoolGeometry cg;
     FillCpuGeometry(g, &cg);
     cpu::AvgPoolS8Quant q;
     q.zp_in = zp(rng);
@@ -229,7 +229,7 @@ TEST(PoolBodies, WindowsWithoutTapsMatchCpu) {
   const int64_t n = g.planes * 4;
   const std::vector<int8_t> xq = {5, -7};
   const std::vector<float> xf = {5.0f, -7.0f};
-  cpu::PoolS8Geometry cg;
+  cpu::PoolGeometry cg;
   FillCpuGeometry(g, &cg);
   cpu::PoolF32Params cf;
   FillCpuGeometry(g, &cf);
