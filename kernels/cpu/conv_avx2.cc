@@ -352,15 +352,34 @@ QCC_AVX2_FMA inline void AddTap(const float* const rows[4], const DepthwiseTap& 
   }
 }
 
+/// Output rows oy .. oy + 3 of segment s (those that exist): the activation, then the store.
+QCC_AVX2_FMA inline void StoreSegment(const ConvF32Params& p, const __m256 acc[4], int64_t oy,
+                                      int64_t s, float* yp) {
+  const int64_t ow = p.out[2], oh = p.out[1];
+  const int64_t ox0 = s * 8, n = std::min<int64_t>(8, ow - ox0);
+  const bool activate = !p.activation.is_identity();
+  const __m256 lo = _mm256_set1_ps(p.activation.lo), hi = _mm256_set1_ps(p.activation.hi);
+  const __m256 slope = _mm256_set1_ps(p.activation.negative_slope);
+  const __m256i store = LaneMask(n);
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    if (oy + r >= oh) break;
+    const __m256 v = activate ? Activate(acc[r], lo, hi, slope) : acc[r];
+    float* dst = yp + (oy + r) * ow + ox0;
+    if (n == 8) {
+      _mm256_storeu_ps(dst, v);
+    } else {
+      _mm256_maskstore_ps(dst, store, v);
+    }
+  }
+}
+
 /// One (image, channel) plane: four output rows at a time, one 8-wide segment at a time.
 template <int SX>
 QCC_AVX2_FMA void DepthwisePlaneAvx2(const ConvF32Params& p, const DepthwiseTap* taps,
                                      int64_t segments, const float* xp, const float* wm, float bias,
                                      float* yp) {
-  const int64_t ow = p.out[2], oh = p.out[1], kh = p.kernel[1], kw = p.kernel[2];
-  const bool activate = !p.activation.is_identity();
-  const __m256 lo = _mm256_set1_ps(p.activation.lo), hi = _mm256_set1_ps(p.activation.hi);
-  const __m256 slope = _mm256_set1_ps(p.activation.negative_slope);
+  const int64_t oh = p.out[1], kh = p.kernel[1], kw = p.kernel[2];
   for (int64_t oy = 0; oy < oh; oy += 4) {
     for (int64_t s = 0; s < segments; ++s) {
       const DepthwiseTap* st = taps + s * kw;
@@ -384,19 +403,7 @@ QCC_AVX2_FMA void DepthwisePlaneAvx2(const ConvF32Params& p, const DepthwiseTap*
           }
         }
       }
-      const int64_t ox0 = s * 8, n = std::min<int64_t>(8, ow - ox0);
-      const __m256i store = LaneMask(n);
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) {
-        if (oy + r >= oh) break;
-        const __m256 v = activate ? Activate(acc[r], lo, hi, slope) : acc[r];
-        float* dst = yp + (oy + r) * ow + ox0;
-        if (n == 8) {
-          _mm256_storeu_ps(dst, v);
-        } else {
-          _mm256_maskstore_ps(dst, store, v);
-        }
-      }
+      StoreSegment(p, acc, oy, s, yp);
     }
   }
 }
@@ -440,10 +447,7 @@ QCC_AVX2_FMA void DepthwisePlaneRowsAvx2(const ConvF32Params& p, const Depthwise
                                          float bias, float* yp) {
   constexpr int R = 4;
   constexpr int kSpan = (R - 1) * SY + KH;
-  const int64_t ow = p.out[2], oh = p.out[1];
-  const bool activate = !p.activation.is_identity();
-  const __m256 lo = _mm256_set1_ps(p.activation.lo), hi = _mm256_set1_ps(p.activation.hi);
-  const __m256 slope = _mm256_set1_ps(p.activation.negative_slope);
+  const int64_t oh = p.out[1];
   __m256 wv[KH * KW];
 #pragma GCC unroll 64
   for (int i = 0; i < KH * KW; ++i) wv[i] = _mm256_set1_ps(wm[i]);
@@ -464,19 +468,7 @@ QCC_AVX2_FMA void DepthwisePlaneRowsAvx2(const ConvF32Params& p, const Depthwise
       } else {
         RowsSegment<SX, KH, SY, KW, false>(rows, st, wv, acc);
       }
-      const int64_t ox0 = s * 8, n = std::min<int64_t>(8, ow - ox0);
-      const __m256i store = LaneMask(n);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        if (oy + r >= oh) break;
-        const __m256 v = activate ? Activate(acc[r], lo, hi, slope) : acc[r];
-        float* dst = yp + (oy + r) * ow + ox0;
-        if (n == 8) {
-          _mm256_storeu_ps(dst, v);
-        } else {
-          _mm256_maskstore_ps(dst, store, v);
-        }
-      }
+      StoreSegment(p, acc, oy, s, yp);
     }
   }
 }
