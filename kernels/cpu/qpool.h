@@ -6,7 +6,6 @@
 #ifndef QCC_KERNELS_CPU_QPOOL_H_
 #define QCC_KERNELS_CPU_QPOOL_H_
 
-#include <array>
 #include <cstdint>
 
 #include "kernels/cpu/pool.h"  // PoolGeometry
