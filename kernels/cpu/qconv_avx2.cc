@@ -133,15 +133,17 @@ QCC_AVX2 void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t
   const int64_t row_begin = lo / g.phase_w;
   const int64_t row_end = std::min(g.phase_h, CeilDiv(hi, g.phase_w));
   const bool tail = hi > g.phase_h * g.phase_w;
+  const bool flat = p.stride_h == 1 && p.stride_w == 1 && p.pad_left == 0 && p.pad_right == 0;
   for (int64_t a = 0; a < p.stride_h; ++a) {
     for (int64_t b = 0; b < p.stride_w; ++b) {
       for (int64_t c2 = 0; c2 < g.c2; ++c2) {
         uint32_t* plane = buf + ((a * p.stride_w + b) * g.c2 + c2) * g.plane;
-        for (int64_t i = row_begin; i < row_end; ++i) {
+        for (int64_t i = row_begin; i < row_end;) {
           const int64_t y = i * p.stride_h + a - p.pad_top;
           uint32_t* dst = plane + i * g.phase_w;
           if (y < 0 || y >= p.h) {
             std::fill(dst, dst + g.phase_w, pad_pair);
+            ++i;
             continue;
           }
           const int8_t* rows[2];
@@ -149,7 +151,13 @@ QCC_AVX2 void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t
             const int64_t ch = c2 * 2 + q;
             rows[q] = ch < g.cg ? x + (ch * p.h + y) * p.w : nullptr;
           }
-          TransformRow(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, p.pad_value, dst);
+          // Rows inside the input follow each other without a gap in both the input and the
+          // phase plane when the plane row is the input row: one run, vectors across rows
+          // (a 7-wide row alone would be all scalar).
+          const int64_t run = flat ? std::min(row_end - i, p.h - y) : 1;
+          TransformRow(rows, run * p.w, b - p.pad_left, p.stride_w, run * g.phase_w, p.pad_value,
+                       dst);
+          i += run;
         }
         if (tail) std::fill(plane + g.phase_h * g.phase_w, plane + g.plane, pad_pair);
       }
@@ -177,19 +185,25 @@ QCC_AVX2 inline void StoreRow(__m256i v0, __m256i v1, __m256i v2, const float* m
   const __m256 lo = _mm256_set1_ps(static_cast<float>(o.lo - o.zp));
   const __m256 hi = _mm256_set1_ps(static_cast<float>(o.hi - o.zp));
   const __m256 m = _mm256_set1_ps(*multiplier);
-  alignas(16) int8_t bytes[kTileLanes];
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes), RequantizeX8(v0, m, zp, lo, hi));
-  if (NV > 1) {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes + 8), RequantizeX8(v1, m, zp, lo, hi));
-  }
-  if (NV > 2) {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes + 16), RequantizeX8(v2, m, zp, lo, hi));
-  }
+  const __m128i q0 = RequantizeX8(v0, m, zp, lo, hi);
+  const __m128i q1 = NV > 1 ? RequantizeX8(v1, m, zp, lo, hi) : q0;
+  const __m128i q2 = NV > 2 ? RequantizeX8(v2, m, zp, lo, hi) : q0;
   if (o.count == 8 * NV) {
-    std::memcpy(y, bytes, 8 * NV);
-  } else {
-    for (int64_t i = 0; i < o.count; ++i) y[i] = bytes[o.lanes[i]];
+    // Straight from registers: a 16-byte load of bytes written as two 8-byte stores to a stack
+    // array would miss store-to-load forwarding and stall.
+    if (NV == 1) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(y), q0);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm_unpacklo_epi64(q0, q1));
+      if (NV > 2) _mm_storel_epi64(reinterpret_cast<__m128i*>(y + 16), q2);
+    }
+    return;
   }
+  alignas(16) int8_t bytes[kTileLanes];
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes), q0);
+  if (NV > 1) _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes + 8), q1);
+  if (NV > 2) _mm_storel_epi64(reinterpret_cast<__m128i*>(bytes + 16), q2);
+  for (int64_t i = 0; i < o.count; ++i) y[i] = bytes[o.lanes[i]];
 }
 
 // The tile's accumulators are named registers, c<row><vector> (as in qconv_vnni.cc); rows past
@@ -245,6 +259,22 @@ using TileFn = void (*)(const uint32_t*, const uint8_t*, const int64_t*, int64_t
                         const TileOut&);
 constexpr TileFn kTiles[kMaxNv] = {ConvTile<1>, ConvTile<2>, ConvTile<3>};
 
+/// Where one register tile of a chunk sits: its first virtual position, its valid lanes and
+/// the output offset of the first of them.
+struct TilePlace {
+  int64_t v0, out0, nv, count;
+  uint8_t valid[kTileLanes];
+};
+
+/// Up to this many tiles of one image run together, each output-channel block over all of them
+/// before the next block: the tiles' inputs stay in L1 across the blocks, and each output plane
+/// is written in one run of up to kChunkTiles * kTileLanes bytes instead of kTileLanes-byte
+/// pieces in every plane (a stream per output channel that the hardware prefetcher loses).
+constexpr int64_t kChunkTiles = 16;
+/// The most input bytes a chunk's tiles read per (tap, channel pair) plane before it is cut
+/// shorter (16 KiB over all planes: half of L1).
+constexpr int64_t kChunkInputBytes = 16 * 1024;
+
 /// Units [begin, end) of the direct path: unit = (image * group + group index) * tiles + tile.
 void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, int thread) {
   const QConvParams& p = *ctx.p;
@@ -252,8 +282,11 @@ void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, int threa
   uint32_t* buf = reinterpret_cast<uint32_t*>(ctx.buffers + thread * g.image_bytes);
   const uint32_t* packed = reinterpret_cast<const uint32_t*>(ctx.w->packed.get());
   const int64_t out_plane = g.oh * g.ow, block_dwords = g.taps * g.c2 * kMr;
+  const int64_t chunk_tiles =
+      std::clamp<int64_t>(kChunkInputBytes / (g.c2 * kTileLanes * 4), 1, kChunkTiles);
+  TilePlace places[kChunkTiles];
   int64_t loaded = -1;
-  for (int64_t u = begin; u < end; ++u) {
+  for (int64_t u = begin; u < end;) {
     const int64_t image = u / g.tiles, tile = u % g.tiles;
     const int64_t n = image / p.group, grp = image % p.group;
     if (image != loaded) {
@@ -265,34 +298,46 @@ void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, int threa
                      (last + 1) * kTileLanes + g.max_offset);
       loaded = image;
     }
-    const int64_t v0 = tile * kTileLanes, lanes = std::min(kTileLanes, g.v - v0);
-    uint8_t valid[kTileLanes];
-    int64_t count = 0;
-    for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
-      if (col < g.ow) valid[count++] = static_cast<uint8_t>(l);
-      if (++col == g.phase_w) col = 0;
+    // This chunk: tiles [tile, tile + count) of this image.
+    const int64_t chunk_end = std::min({end, (image + 1) * g.tiles, u + chunk_tiles});
+    int64_t placed = 0;
+    for (int64_t t = tile; t < tile + (chunk_end - u); ++t) {
+      TilePlace& pl = places[placed];
+      pl.v0 = t * kTileLanes;
+      const int64_t lanes = std::min(kTileLanes, g.v - pl.v0);
+      pl.count = 0;
+      for (int64_t l = 0, col = pl.v0 % g.phase_w; l < lanes; ++l) {
+        if (col < g.ow) pl.valid[pl.count++] = static_cast<uint8_t>(l);
+        if (++col == g.phase_w) col = 0;
+      }
+      if (pl.count == 0) continue;
+      pl.nv = CeilDiv(lanes, 8);
+      pl.out0 = pl.v0 / g.phase_w * g.ow + std::min(pl.v0 % g.phase_w, g.ow);
+      ++placed;
     }
-    if (count == 0) continue;
-    const int64_t nv = CeilDiv(lanes, 8);
+    u = chunk_end;
     TileOut o;
     o.y_stride = out_plane;
-    o.lanes = valid;
-    o.count = count;
     o.zp = p.zp_out;
     o.lo = p.lo;
     o.hi = p.hi;
-    const int64_t out0 = v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
-    const uint8_t* x = reinterpret_cast<const uint8_t*>(buf) + v0 * 4;
     for (int64_t kb = 0; kb < g.k_blocks; ++kb) {
       const int64_t k0 = grp * g.kg + kb * kMr, mr = std::min(kMr, g.kg - kb * kMr);
       int32_t init[kMr] = {0, 0, 0, 0};
       for (int64_t r = 0; r < mr; ++r) init[r] = p.bias != nullptr ? p.bias[k0 + r] : 0;
-      o.y = p.output + (n * p.k + k0) * out_plane + out0;
       o.rows = mr;
       o.init = init;
       o.multiplier = p.multiplier + k0;
-      kTiles[nv - 1](packed + (grp * g.k_blocks + kb) * block_dwords, x, ctx.tap_offset, g.taps,
-                     g.c2, g.plane * 4, o);
+      const uint32_t* wb = packed + (grp * g.k_blocks + kb) * block_dwords;
+      int8_t* y = p.output + (n * p.k + k0) * out_plane;
+      for (int64_t i = 0; i < placed; ++i) {
+        const TilePlace& pl = places[i];
+        o.y = y + pl.out0;
+        o.lanes = pl.valid;
+        o.count = pl.count;
+        kTiles[pl.nv - 1](wb, reinterpret_cast<const uint8_t*>(buf) + pl.v0 * 4, ctx.tap_offset,
+                          g.taps, g.c2, g.plane * 4, o);
+      }
     }
   }
 }

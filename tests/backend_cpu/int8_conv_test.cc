@@ -224,6 +224,12 @@ const std::vector<Geometry>& Geometries() {
       {1, 16, 14, 14, 16, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 16},  // 14 -> 7, stride 2, TF pads
       {2, 8, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},      // 4x4, fold 4, x2, batch 2
       {1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},       // 6x6: fold 2, last fold cut
+      // The AVX2 direct path: rows rewritten as one run (stride 1, no left or right pad), and
+      // chunks of tiles run per output-channel block.
+      {1, 10, 9, 7, 12, 3, 1, 1, 1, 1, 0, 2, 0},  // 3x1, top and bottom pads only
+      {1, 40, 7, 7, 20, 1, 1},                    // 7x7 1x1: a 1-lane last tile
+      {1, 16, 40, 40, 24, 1, 1},                  // 67 tiles: 16-tile chunks
+      {1, 300, 9, 9, 9, 1, 1},                    // C=300: one tile per chunk
   };
   return kAll;
 }
