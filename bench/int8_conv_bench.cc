@@ -2,7 +2,8 @@
 // Benchmark): our fp32 conv (ConvF32, AVX-512 where the CPU has it), the int8 reference
 // (QConvReference, the contract in scalar C++) and the int8 fast path (QConv: VNNI, else AVX2).
 // Layers 6 to 8 are MobileNet-style extras (depthwise 3x3, stride 1 and 2, and a pointwise 1x1),
-// layer 9 an ImageNet stem (3 channels in, 3x3 stride 2, on 112x112 to keep batch 32 small).
+// layer 9 an ImageNet stem (3 channels in, 3x3 stride 2, on 112x112 to keep batch 32 small),
+// layers 10 to 15 efficientnet-lite0's (1x1 convs at 112, 7 and 14; depthwise at 7 and 28).
 // Each benchmark reports GOPS (2 ops per multiply-add); the Resnet20Convs* ones run all 19
 // convolutions of the network in order, so their ratio is the conv part of the int8 speed-up.
 //
@@ -28,11 +29,22 @@ struct Layer {
   int64_t c, k, hw, stride, count;  // `count` layers of this shape in resnet20
   int64_t kernel = 3, group = 1;    // square kernel, pad kernel / 2
 };
-const Layer kLayers[] = {
-    {3, 16, 32, 1, 1},     {16, 16, 32, 1, 6}, {16, 32, 32, 2, 1},        {32, 32, 16, 1, 5},
-    {32, 64, 16, 2, 1},    {64, 64, 8, 1, 5},  {96, 96, 28, 1, 0, 3, 96}, {96, 96, 28, 2, 0, 3, 96},
-    {96, 32, 28, 1, 0, 1}, {3, 64, 112, 2, 0}, {16, 96, 112, 1, 0, 1},    {1152, 192, 7, 1, 0, 1},
-    {480, 80, 14, 1, 0, 1}};
+const Layer kLayers[] = {{3, 16, 32, 1, 1},
+                         {16, 16, 32, 1, 6},
+                         {16, 32, 32, 2, 1},
+                         {32, 32, 16, 1, 5},
+                         {32, 64, 16, 2, 1},
+                         {64, 64, 8, 1, 5},
+                         {96, 96, 28, 1, 0, 3, 96},
+                         {96, 96, 28, 2, 0, 3, 96},
+                         {96, 32, 28, 1, 0, 1},
+                         {3, 64, 112, 2, 0},
+                         {16, 96, 112, 1, 0, 1},
+                         {1152, 192, 7, 1, 0, 1},
+                         {480, 80, 14, 1, 0, 1},
+                         {1152, 1152, 7, 1, 0, 3, 1152},
+                         {1152, 1152, 7, 1, 0, 5, 1152},
+                         {240, 240, 28, 2, 0, 3, 240}};
 
 int64_t Pad(const Layer& l) { return l.kernel / 2; }
 int64_t OutHw(const Layer& l) { return (l.hw + 2 * Pad(l) - l.kernel) / l.stride + 1; }
