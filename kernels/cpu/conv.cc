@@ -129,6 +129,8 @@ void Im2colRow(const ConvF32Params& p, const Tap& t, const float* xc, int64_t r0
           for (int64_t i = 0; i < hi - lo; ++i) rows[lo + i] = src[i];
         } else if (sx == 2 && Cpu().avx512f) {
           CopyEvenAvx512(src, hi - lo, rows + lo);
+        } else if (sx == 2 && Cpu().avx2) {
+          internal::CopyEvenAvx2(src, hi - lo, rows + lo);
         } else {
           for (int64_t i = 0; i < hi - lo; ++i) rows[lo + i] = src[i * sx];
         }

@@ -1,6 +1,8 @@
 // AVX2 path of the fp32 convolution, for CPUs without AVX-512: a register-tiled GEMM
 // microkernel over per-thread column bands (the im2col of a band of output rows; a pointwise
-// convolution's x copied into panels), writing y in place with bias and fused activation.
+// convolution's x copied into panels; for most 2-D convolutions, no im2col but phase planes of
+// the padded input, see "Implicit-im2col path"), writing y in place with bias and fused
+// activation.
 //
 // Why not sgemm (ConvF32Im2col, OpenBLAS): the convolutions of small CNNs are many small
 // products, where a BLAS packs the whole im2col matrix it is handed before multiplying, and
@@ -55,7 +57,10 @@ struct Geometry {
   bool pointwise;
 };
 
-Geometry GeometryOf(const ConvF32Params& p) {
+/// The geometry of p's tiles and pieces. `rows_fit(g)` is how many output rows a thread's
+/// buffer holds (its band; 0 when even one does not fit), from g's channel fields.
+template <typename RowsFit>
+Geometry GeometryOf(const ConvF32Params& p, RowsFit rows_fit) {
   Geometry g;
   g.cg = p.in_channels / p.groups;
   g.mg = p.out_channels / p.groups;
@@ -71,8 +76,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
   // A band's im2col stays in L2; a pointwise convolution has no band buffer.
   // A band's columns (im2col rows, or a pointwise convolution's x in panels) stay in L2; a
   // pointwise band is a whole number of tiles.
-  g.band_rows =
-      std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * g.row_len), 1, g.rows);
+  g.band_rows = std::clamp<int64_t>(rows_fit(g), 1, g.rows);
   if (g.pointwise && g.band_rows < g.rows) g.band_rows = std::max(kNr, g.band_rows / kNr * kNr);
   // Pieces for the threads: at least two each. A convolution with more weights than positions
   // per channel (small maps, late layers) splits its output channels, where bands of a few rows
@@ -95,6 +99,14 @@ Geometry GeometryOf(const ConvF32Params& p) {
   return g;
 }
 
+/// The im2col path's geometry: a band's im2col rows (or pointwise panels) in
+/// kColFloatsPerThread.
+Geometry GeometryOf(const ConvF32Params& p) {
+  return GeometryOf(p, [](const Geometry& g) {
+    return kColFloatsPerThread / std::max<int64_t>(1, g.k * g.row_len);
+  });
+}
+
 /// The fused activation on one register (see ActivationF32): NaN lanes stay NaN, because
 /// max/min return their second operand when either is NaN.
 QCC_AVX2_FMA inline __m256 Activate(__m256 v, __m256 lo, __m256 hi, __m256 slope) {
@@ -108,6 +120,33 @@ QCC_AVX2_FMA inline __m256i LaneMask(int64_t n) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, 8));
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), lanes);
+}
+
+/// One k of a register tile: acc[r][v] += a[r] * b[8 v, 8 v + 8), NV loads of b and MR
+/// broadcasts of a.
+template <int MR, int NV>
+QCC_AVX2_FMA inline void FmaStep(const float* a, const float* b, __m256 (&acc)[MR][NV]) {
+  __m256 bv[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+  }
+}
+
+/// The fused activation on a register tile.
+template <int MR, int NV>
+QCC_AVX2_FMA inline void ActivateTile(const ActivationF32& act, __m256 (&acc)[MR][NV]) {
+  const __m256 lo = _mm256_set1_ps(act.lo), hi = _mm256_set1_ps(act.hi);
+  const __m256 slope = _mm256_set1_ps(act.negative_slope);
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = Activate(acc[r][v], lo, hi, slope);
+  }
 }
 
 /// c[r, 0:8 NV) = act(init[r] + sum_k ap[k, r] * b[k, 0:8 NV)) for r < MR, stored for columns
@@ -137,28 +176,8 @@ QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t l
       }
     }
   }
-  for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
-    __m256 bv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      bv[v] = _mm256_loadu_ps(b + 8 * v);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_broadcast_ss(ap + r);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(a, bv[v], acc[r][v]);
-    }
-  }
-  if (act != nullptr) {
-    const __m256 lo = _mm256_set1_ps(act->lo), hi = _mm256_set1_ps(act->hi);
-    const __m256 slope = _mm256_set1_ps(act->negative_slope);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = Activate(acc[r][v], lo, hi, slope);
-    }
-  }
+  for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) FmaStep<MR, NV>(ap, b, acc);
+  if (act != nullptr) ActivateTile<MR, NV>(*act, acc);
   const bool full = n == 8 * NV;
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -184,9 +203,321 @@ constexpr TileFn kTiles[kVecs][kMr + 1] = {
 /// `floats` rounded up to whole tiles.
 int64_t WholeTiles(int64_t floats) { return (floats + kNr - 1) / kNr * kNr; }
 
+// ---------------------------------------------------------------------------------------------
+// Implicit-im2col path: 2-D convolutions that are not pointwise, with kMinImplicitChannels or
+// more input channels per group and k (channels x taps) up to kMaxImplicitK.
+//
+// An im2col band is k rows of the band's positions: for a 3x3 kernel, 9 copies of the input
+// written and read back through L2 for every image, which perf put at a fifth of resnet20's time
+// at batch 32 (and the tiles then stream k x 24 floats of it). Here each (image, group, band of
+// output rows) is rewritten once, per thread, into stride_h x stride_w "phase planes" of the
+// zero-padded input: phase (a, b) row i, column j holds x at (i * stride_h + a - pad_top,
+// j * stride_w + b - pad_left), or 0 outside x. Output (oy, ox) is virtual position
+// v = oy * pw + ox of a plane row pw wide, and its tap (r, s) reads phase
+// ((r * dh) % sh, (s * dw) % sw) at v + (r * dh / sh) * pw + s * dw / sw: a constant offset per
+// k, so 24 consecutive virtual positions are 3 ymm loads per k, as an im2col row's are. The
+// columns ox in [out_w, pw) of the virtual rows are computed and not stored: each tile stores
+// its lanes as runs of consecutive outputs (a full vector, else a masked store of a permuted
+// one). The tile is Tile's (4 output channels x 24 positions, 12 ymm accumulators) with the b
+// row of k at `koff[k]`; every output is the same bias plus one fused multiply-add per k, in
+// k's order, over the same values (a padded tap reads +0, as im2col's zero does), so the bits
+// are the im2col path's. k is not split into chunks: the planes a 24-position tile reads
+// (channels x kernel rows x about 24 floats) stay in L1 for kMaxImplicitK.
+constexpr int64_t kMaxImplicitK = 1152;
+// Convolutions of fewer input channels per group keep im2col: on 3-channel stems (ImageNet's
+// 3x3 stride 2 at 112x112, CIFAR's 3x3 at 32x32, batch 32) the implicit tiles were 7 to 20%
+// slower than im2col plus tiles on a Zen 3, though their im2col is a third of the time.
+constexpr int64_t kMinImplicitChannels = 4;
+// A thread's phase planes: 64 Ki floats (256 KiB), half of a 512 KiB L2 with the weights.
+constexpr int64_t kImplicitWindowFloats = int64_t{1} << 16;
+
+bool UseImplicit(const ConvF32Params& p) {
+  if (p.IsPointwise() || p.in[0] != 1 || p.kernel[0] != 1 || p.out[0] != 1 || p.pad[0] != 0) {
+    return false;
+  }
+  const int64_t cg = p.in_channels / p.groups;
+  return cg >= kMinImplicitChannels && cg * p.kernel_size() <= kMaxImplicitK;
+}
+
+struct ImplicitGeometry {
+  Geometry g;  // channels, blocks, bands (of output rows) and pieces, as the im2col path's
+  int64_t sh, sw, phases, oh, ow;
+  int64_t pw;          // floats per phase-plane row: the virtual row length
+  int64_t extra_rows;  // plane rows past a band's last output row that its taps read
+  int64_t max_off;     // the farthest tap from a virtual position, in floats
+  int64_t plane;       // floats per (channel, phase) plane of a band, whole tiles read past the end
+  int64_t window;      // floats per thread: cg * phases planes
+};
+
+ImplicitGeometry ImplicitGeometryOf(const ConvF32Params& p) {
+  ImplicitGeometry ig;
+  ig.sh = p.stride[1];
+  ig.sw = p.stride[2];
+  ig.phases = ig.sh * ig.sw;
+  const int64_t kh = p.kernel[1], kw = p.kernel[2], dh = p.dilation[1], dw = p.dilation[2];
+  ig.oh = p.out[1];
+  ig.ow = p.out[2];
+  ig.pw = ig.ow + (kw - 1) * dw / ig.sw;
+  ig.extra_rows = (kh - 1) * dh / ig.sh;
+  ig.max_off = ig.extra_rows * ig.pw + (kw - 1) * dw / ig.sw;
+  ig.g = GeometryOf(p, [&](const Geometry& g) {
+    return kImplicitWindowFloats / std::max<int64_t>(1, g.cg * ig.phases * ig.pw) - ig.extra_rows -
+           1;
+  });
+  // A band's tiles read whole tiles of virtual positions plus the farthest tap.
+  const int64_t rows = ig.g.band_rows;
+  const int64_t read = WholeTiles((rows - 1) * ig.pw + ig.ow) + ig.max_off;
+  ig.plane = OddLineStride(std::max((rows + ig.extra_rows) * ig.pw, read));
+  ig.window = ig.g.cg * ig.phases * ig.plane;
+  return ig;
+}
+
+/// Rewrites rows [y0, y1) of output rows' phase planes of `channels` planes of x (one image's
+/// group) into `window` (ig.plane floats per (channel, phase)), zeros outside x and past the
+/// band's rows.
+QCC_AVX2_FMA void ImplicitWindow(const ConvF32Params& p, const ImplicitGeometry& ig, const float* x,
+                                 int64_t y0, int64_t y1, float* window) {
+  const int64_t h = p.in[1], w = p.in[2], in_sp = p.in_size();
+  const int64_t rows = y1 - y0 + ig.extra_rows;
+  for (int64_t c = 0; c < ig.g.cg; ++c) {
+    const float* xc = x + c * in_sp;
+    for (int64_t a = 0; a < ig.sh; ++a) {
+      for (int64_t b = 0; b < ig.sw; ++b) {
+        float* plane = window + (c * ig.phases + a * ig.sw + b) * ig.plane;
+        // Columns [lo, hi) of a plane row lie inside x.
+        int64_t lo, hi;
+        internal::ValidRange(b - p.pad[2], ig.sw, w, ig.pw, lo, hi);
+        for (int64_t i = 0; i < rows; ++i) {
+          float* dst = plane + i * ig.pw;
+          const int64_t iy = (y0 + i) * ig.sh + a - p.pad[1];
+          if (iy < 0 || iy >= h || lo >= hi) {
+            std::fill(dst, dst + ig.pw, 0.0f);
+            continue;
+          }
+          std::fill(dst, dst + lo, 0.0f);
+          const float* src = xc + iy * w + lo * ig.sw + b - p.pad[2];
+          if (ig.sw == 1) {
+            std::copy(src, src + (hi - lo), dst + lo);
+          } else if (ig.sw == 2) {
+            internal::CopyEvenAvx2(src, hi - lo, dst + lo);
+          } else {
+            for (int64_t j = lo; j < hi; ++j) dst[j] = src[(j - lo) * ig.sw];
+          }
+          std::fill(dst + hi, dst + ig.pw, 0.0f);
+        }
+        std::fill(plane + rows * ig.pw, plane + ig.plane, 0.0f);
+      }
+    }
+  }
+}
+
+/// A run of a tile vector's lanes [lane, lane + len) that land on consecutive outputs from `out`.
+struct StoreRun {
+  int32_t lane, len;
+  int64_t out;
+};
+
+/// The runs of each of a tile's vectors (at most 8 each), and the end of its band's outputs
+/// (a run whose 8 lanes reach past it stores exactly its own).
+struct TileRuns {
+  StoreRun run[kVecs][8];
+  int count[kVecs];
+  int64_t end;
+};
+
+/// Stores lanes [0, n) of `v` (n <= 8) to y: 4, 2 and 1 floats at a time.
+QCC_AVX2_FMA inline void StoreLowFloats(__m256 v, int64_t n, float* y) {
+  __m128 part = _mm256_castps256_ps128(v);
+  if (n >= 4) {
+    _mm_storeu_ps(y, part);
+    if (n == 8) {
+      _mm_storeu_ps(y + 4, _mm256_extractf128_ps(v, 1));
+      return;
+    }
+    part = _mm256_extractf128_ps(v, 1);
+    y += 4;
+    n -= 4;
+  }
+  if (n >= 2) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(y), part);
+    part = _mm_movehl_ps(part, part);
+    y += 2;
+    n -= 2;
+  }
+  if (n == 1) _mm_store_ss(y, part);
+}
+
+/// Tile's product with the b row of k at b + koff[k], for the output-channel blocks
+/// [mb0, mb1) of a group (kMr rows each, packed weights `ap` and `bias` at block 0; rows past
+/// `mg` are zero weights, computed and not stored); stores by `runs`.
+template <int NV>
+QCC_AVX2_FMA void ImplicitTiles(int64_t mb0, int64_t mb1, int64_t mg, int64_t k_len,
+                                const float* ap, const float* b, const int32_t* koff,
+                                const float* bias, const ActivationF32* act, float* c, int64_t ldc,
+                                const TileRuns& runs) {
+  constexpr int MR = kMr;
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t mb = mb0; mb < mb1; ++mb) {
+    const float* am = ap + mb * k_len * kMr;
+    const int64_t rows = std::min<int64_t>(kMr, mg - mb * kMr);
+    __m256 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 init =
+          bias != nullptr && r < rows ? _mm256_set1_ps(bias[mb * kMr + r]) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = init;
+    }
+    for (int64_t k = 0; k < k_len; ++k, am += kMr) FmaStep<MR, NV>(am, b + koff[k], acc);
+    if (act != nullptr) ActivateTile<MR, NV>(*act, acc);
+    // A run stores all 8 lanes from its first output on: the lanes past it land on the outputs
+    // the next runs store (a band's outputs are stored in order), except for the band's last
+    // run, which stores exactly its lanes. Not _mm256_maskstore_ps, which is microcoded on AMD
+    // (12 cycles a store on Zen 3).
+    float* cm = c + mb * kMr * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      // By value: the stores to c would otherwise make the compiler reload the runs.
+      const int count = runs.count[v];
+      for (int i = 0; i < count; ++i) {
+        const StoreRun run = runs.run[v][i];
+        float* out = cm + run.out;
+        const bool exact = run.out + 8 > runs.end;
+        const __m256i from = _mm256_add_epi32(lanes, _mm256_set1_epi32(run.lane));
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          if (r >= rows) break;
+          // Lane run.lane + j to out + j.
+          const __m256 q = run.lane == 0 ? acc[r][v] : _mm256_permutevar8x32_ps(acc[r][v], from);
+          if (!exact) {
+            _mm256_storeu_ps(out + r * ldc, q);
+          } else {
+            StoreLowFloats(q, run.len, out + r * ldc);
+          }
+        }
+      }
+    }
+  }
+}
+
+using ImplicitTilesFn = void (*)(int64_t, int64_t, int64_t, int64_t, const float*, const float*,
+                                 const int32_t*, const float*, const ActivationF32*, float*,
+                                 int64_t, const TileRuns&);
+constexpr ImplicitTilesFn kImplicitTiles[kVecs] = {ImplicitTiles<1>, ImplicitTiles<2>,
+                                                   ImplicitTiles<3>};
+
+/// The runs of the tile at virtual positions [v0, v0 + n); the count of its lanes that are
+/// outputs. Walks the tile a row piece at a time: the valid columns [ox, out_w) of a virtual
+/// row, cut at vector boundaries, then the gap [out_w, pw) skipped.
+int64_t TileRunsOf(const ImplicitGeometry& ig, int64_t v0, int64_t n, TileRuns* t) {
+  for (int v = 0; v < kVecs; ++v) t->count[v] = 0;
+  int64_t stored = 0, oy = v0 / ig.pw, ox = v0 % ig.pw;
+  for (int64_t l = 0; l < n;) {
+    if (ox >= ig.ow) {
+      const int64_t skip = std::min(ig.pw - ox, n - l);
+      l += skip;
+      ox += skip;
+    } else {
+      const int64_t len = std::min(ig.ow - ox, n - l);
+      for (int64_t done = 0; done < len;) {
+        const int v = static_cast<int>((l + done) / 8);
+        const int lane = static_cast<int>((l + done) % 8);
+        const int piece = static_cast<int>(std::min<int64_t>(len - done, 8 - lane));
+        const int64_t out = oy * ig.ow + ox + done;
+        int& count = t->count[v];
+        StoreRun* last = count > 0 ? &t->run[v][count - 1] : nullptr;
+        // A row that ends without a gap (pw == out_w) continues into the next one.
+        if (last != nullptr && last->lane + last->len == lane && last->out + last->len == out) {
+          last->len += piece;
+        } else {
+          t->run[v][count++] = StoreRun{lane, piece, out};
+        }
+        done += piece;
+      }
+      l += len;
+      ox += len;
+      stored += len;
+    }
+    if (ox == ig.pw) {
+      ox = 0;
+      ++oy;
+    }
+  }
+  return stored;
+}
+
+void ImplicitConv(const ConvF32Params& p, const float* x, const float* packed, const float* bias,
+                  float* y, float* windows) {
+  const ImplicitGeometry ig = ImplicitGeometryOf(p);
+  const Geometry& g = ig.g;
+  const int64_t in_sp = p.in_size(), out_sp = p.out_size();
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  const int64_t kh = p.kernel[1], kw = p.kernel[2];
+  // koff[k] for k = (channel, kernel row, kernel column): the b row's offset in a window.
+  int32_t koff[kMaxImplicitK];
+  for (int64_t c = 0; c < g.cg; ++c) {
+    for (int64_t r = 0; r < kh; ++r) {
+      for (int64_t s = 0; s < kw; ++s) {
+        const int64_t dy = r * p.dilation[1], dx = s * p.dilation[2];
+        const int64_t phase = dy % ig.sh * ig.sw + dx % ig.sw;
+        koff[(c * kh + r) * kw + s] = static_cast<int32_t>((c * ig.phases + phase) * ig.plane +
+                                                           dy / ig.sh * ig.pw + dx / ig.sw);
+      }
+    }
+  }
+  const int64_t units = p.batch * p.groups * g.bands * g.m_chunks;
+  const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ig.ow / 8;
+  NnParallelFor(p.num_threads, units, cost, [&](int64_t begin, int64_t end, int thread) {
+    float* window = windows + thread * ig.window;
+    int64_t loaded = -1;  // the (image, group, band) in `window`
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t mc = u % g.m_chunks, piece = u / g.m_chunks;
+      const int64_t band = piece % g.bands, grp = piece / g.bands % p.groups;
+      const int64_t n = piece / (g.bands * p.groups);
+      const int64_t y0 = band * g.band_rows, y1 = std::min(ig.oh, y0 + g.band_rows);
+      if (piece != loaded) {
+        ImplicitWindow(p, ig, x + (n * p.in_channels + grp * g.cg) * in_sp, y0, y1, window);
+        loaded = piece;
+      }
+      const int64_t mb0 = mc * g.m_chunk_blocks;
+      const int64_t mb1 = std::min(g.m_blocks, mb0 + g.m_chunk_blocks);
+      float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp;
+      const float* ag = packed + grp * g.m_blocks * kMr * g.k;
+      const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
+      const int64_t positions = (y1 - y0 - 1) * ig.pw + ig.ow;
+      TileRuns runs;
+      runs.end = y1 * ig.ow;
+      for (int64_t j = 0; j < positions; j += kNr) {
+        const int64_t width = std::min(kNr, positions - j);
+        if (TileRunsOf(ig, y0 * ig.pw + j, width, &runs) == 0) continue;
+        kImplicitTiles[(width + 7) / 8 - 1](mb0, mb1, g.mg, g.k, ag, window + j, koff, bg, act, yg,
+                                            out_sp, runs);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 bool ConvF32HasAvx2() { return Cpu().avx2 && Cpu().fma && !Cpu().avx512f; }
+
+namespace internal {
+
+QCC_AVX2_FMA void CopyEvenAvx2(const float* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  // 16 floats read per 8 written: while the last of them, src[2 i + 15], is at most
+  // src[2 (n - 1)].
+  for (; i + 8 < n; i += 8) {
+    const __m256 a = _mm256_loadu_ps(src + 2 * i), b = _mm256_loadu_ps(src + 2 * i + 8);
+    // [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6]
+    const __m256 even = _mm256_shuffle_ps(a, b, 0x88);
+    _mm256_storeu_ps(dst + i,
+                     _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8)));
+  }
+  for (; i < n; ++i) dst[i] = src[2 * i];
+}
+
+}  // namespace internal
 
 int64_t ConvF32Avx2PackedSize(const ConvF32Params& p) {
   const Geometry g = GeometryOf(p);
@@ -198,6 +529,7 @@ void PackConvF32Avx2(const ConvF32Params& p, const float* w, float* packed) {
 }
 
 int64_t ConvF32Avx2ColumnsSize(const ConvF32Params& p) {
+  if (UseImplicit(p)) return std::max(1, p.num_threads) * ImplicitGeometryOf(p).window;
   const Geometry g = GeometryOf(p);
   // A pointwise convolution copies each tile's columns of x into one contiguous panel.
   const int64_t col = g.pointwise ? g.k * WholeTiles(g.band_rows)
@@ -218,9 +550,13 @@ void ConvF32Avx2(const ConvF32Params& p, const float* x, const float* w, const f
 
 void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* packed,
                        const float* bias, float* y, float* columns) {
+  if (p.batch == 0 || p.out_size() == 0 || p.out_channels == 0) return;
+  if (UseImplicit(p)) {
+    ImplicitConv(p, x, packed, bias, y, columns);
+    return;
+  }
   const Geometry g = GeometryOf(p);
   const int64_t in_sp = p.in_size(), out_sp = p.out_size(), row_len = g.row_len;
-  if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
   const int64_t col_floats = g.pointwise ? g.k * WholeTiles(g.band_rows)
                                          : g.k * OddLineStride(WholeTiles(g.band_rows * row_len));

@@ -17,6 +17,10 @@ void ValidRange(int64_t i0, int64_t s, int64_t in, int64_t out, int64_t& lo, int
 void Im2colRowsF32(const ConvF32Params& p, int64_t channels, const float* x, int64_t r0, int64_t r1,
                    float* col, int64_t ld, int64_t col_offset, int num_threads);
 
+/// dst[i] = src[2 * i] for i < n, 8 at a time, nothing read past src[2 * (n - 1)]: a stride-2
+/// im2col or phase-plane row (conv_avx2.cc; call only on a CPU with AVX2).
+void CopyEvenAvx2(const float* src, int64_t n, float* dst);
+
 /// A row stride of at least `floats` floats spanning an odd number of 64-byte lines, so that
 /// consecutive rows of a buffer fall in different L1 sets.
 inline int64_t OddLineStride(int64_t floats) {

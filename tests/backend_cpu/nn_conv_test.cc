@@ -212,6 +212,14 @@ const std::vector<ConvCase>& Cases() {
       {"implicit_same_size_3d", 1, 2, 5, 1, {3, 5, 6}, {3, 3, 3}, {}, {}, {1, 1, 1, 1, 1, 1}},
       // Stride-2 im2col rows of 16 outputs at a time and a tail (CopyEvenAvx512).
       {"stride2_wide_rows", 1, 3, 8, 1, {9, 75}, {3, 3}, {2, 2}, {}, {0, 1, 0, 1}},
+      // The AVX2 implicit-im2col path (4+ channels per group, k up to 1152): phase planes for
+      // strides (2, 1) and 3 with dilation, maps narrower than a vector (several store runs per
+      // vector), output channels split among threads, k at the limit and just past it (im2col).
+      {"implicit_grouped_stride_2x1", 2, 8, 12, 2, {9, 10}, {3, 3}, {2, 1}, {}, {1, 1, 1, 1}},
+      {"implicit_stride3_dilated", 1, 6, 5, 1, {13, 14}, {3, 3}, {3, 3}, {2, 2}, {2, 2, 1, 1}},
+      {"implicit_narrow_map_many_channels", 1, 16, 40, 1, {4, 5}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"implicit_k_at_limit", 1, 128, 9, 1, {6, 6}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"im2col_past_k_limit", 1, 130, 6, 1, {5, 5}, {3, 3}, {}, {}, {1, 1, 1, 1}},
   };
   return *cases;
 }
@@ -296,7 +304,9 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
     }
   }
   // Every 2-D depthwise case with horizontal stride 1 or 2, at 1 and 3 threads.
-  if (cpu::Cpu().avx2 && cpu::Cpu().fma) EXPECT_GE(depthwise_avx2_cases, 2 * 10);
+  if (cpu::Cpu().avx2 && cpu::Cpu().fma) {
+    EXPECT_GE(depthwise_avx2_cases, 2 * 10);
+  }
 }
 
 // The AVX2 depthwise form against the direct path, bit for bit (any NaN for a NaN), on what a
