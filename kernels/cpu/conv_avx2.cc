@@ -35,13 +35,20 @@
 namespace qcc::cpu {
 namespace {
 
-constexpr int64_t kMr = 4;   // output channels per tile
+constexpr int64_t kMr = 4;  // output channels per tile
+// Packed weights: blocks of kPackRows output channels, k-major ([group][block][k][kPackRows],
+// zero past the group's channels), for every AVX2 path: a tile's kMr rows are a sixth of a
+// block (lda = kPackRows floats between its k), the transposed pointwise tile's 24 channels a
+// whole one (three ymm per k). One layout, whatever path a run takes: PackConvF32Weights packs
+// from the channels and the kernel's volume alone (the evaluator packs without extents).
+constexpr int64_t kPackRows = 24;
 constexpr int64_t kNr = 24;  // output positions per tile (three ymm)
 constexpr int kVecs = kNr / 8;
 // k per chunk: a 128 x 24 block of b is 12 KiB, in L1 with room for the weights passing by.
 constexpr int64_t kKc = 128;
-// Weight blocks per group: 16 x 128 x 4 floats = 32 KiB, in L2 across the column tiles.
-constexpr int64_t kMc = 16;
+// Tile rows (kMr channels each) per group: 18 x 128 x 4 floats (3 packed blocks, 36 KiB), in L2
+// across the column tiles.
+constexpr int64_t kMc = 18;
 // Column band per thread: 128 Ki floats (512 KiB), as the AVX-512 path. A quarter of that was
 // slower on resnet20 at batch 32 on a 512 KiB-L2 AMD EPYC (more, smaller bands: more tile tails).
 constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
@@ -152,15 +159,16 @@ QCC_AVX2_FMA inline void ActivateTile(const ActivationF32& act, __m256 (&acc)[MR
 /// c[r, 0:8 NV) = act(init[r] + sum_k ap[k, r] * b[k, 0:8 NV)) for r < MR, stored for columns
 /// [0, n) (n <= 8 NV), where init is bias[r] (or 0) when `first`, else the partial sums c holds
 /// (a chunk of k after the first: storing and reloading a float is exact, so the chunks give
-/// the bits of one loop); `act` null is the identity. `ap` holds kMr packed rows per k (rows >= MR
-/// are zero padding). All 8 NV columns of b are read: an im2col band's rows and a pointwise panel
-/// are zero-padded to whole tiles of 24. A band's last tile takes the fewest vectors that hold
-/// its columns (a 7x7 map's 49 positions: 24 + 24 + 8 columns, not 24 + 24 + 24), which changes
-/// no output's bits (each column is its own chain of fused multiply-adds).
+/// the bits of one loop); `act` null is the identity. `ap` holds the tile's kMr packed rows of
+/// k = 0, those of k + 1 lda floats on (rows >= MR are zero padding). All 8 NV columns of b are
+/// read: an im2col band's rows and a pointwise panel are zero-padded to whole tiles of 24. A band's
+/// last tile takes the fewest vectors that hold its columns (a 7x7 map's 49 positions: 24 + 24 + 8
+/// columns, not 24 + 24 + 24), which changes no output's bits (each column is its own chain of
+/// fused multiply-adds).
 template <int MR, int NV>
-QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, bool first,
-                       const float* bias, const ActivationF32* act, float* c, int64_t ldc,
-                       int64_t n) {
+QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, int64_t lda, const float* b, int64_t ldb,
+                       bool first, const float* bias, const ActivationF32* act, float* c,
+                       int64_t ldc, int64_t n) {
   __m256i mask[NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) mask[v] = LaneMask(n - 8 * v);
@@ -176,7 +184,7 @@ QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t l
       }
     }
   }
-  for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) FmaStep<MR, NV>(ap, b, acc);
+  for (int64_t k = 0; k < k_len; ++k, ap += lda, b += ldb) FmaStep<MR, NV>(ap, b, acc);
   if (act != nullptr) ActivateTile<MR, NV>(*act, acc);
   const bool full = n == 8 * NV;
 #pragma GCC unroll 8
@@ -192,7 +200,7 @@ QCC_AVX2_FMA void Tile(int64_t k_len, const float* ap, const float* b, int64_t l
   }
 }
 
-using TileFn = void (*)(int64_t, const float*, const float*, int64_t, bool, const float*,
+using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, bool, const float*,
                         const ActivationF32*, float*, int64_t, int64_t);
 /// By the tile's vectors (its last tile of a band may need only 1 or 2 of the 3) and rows.
 constexpr TileFn kTiles[kVecs][kMr + 1] = {
@@ -202,6 +210,18 @@ constexpr TileFn kTiles[kVecs][kMr + 1] = {
 
 /// `floats` rounded up to whole tiles.
 int64_t WholeTiles(int64_t floats) { return (floats + kNr - 1) / kNr * kNr; }
+
+/// Floats of one group's packed weights: whole blocks of kPackRows channels.
+int64_t GroupPackedFloats(int64_t mg, int64_t k) {
+  return (mg + kPackRows - 1) / kPackRows * kPackRows * k;
+}
+
+/// Tile rows [kMr mb, kMr mb + kMr) of a group's packed weights `ag` (k of them per channel) at
+/// k = 0; the next k is kPackRows floats on.
+const float* TileWeights(const float* ag, int64_t mb, int64_t k) {
+  constexpr int64_t kTilesPerBlock = kPackRows / kMr;
+  return ag + mb / kTilesPerBlock * kPackRows * k + mb % kTilesPerBlock * kMr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Implicit-im2col path: 2-D convolutions that are not pointwise, with kMinImplicitChannels or
@@ -358,7 +378,7 @@ QCC_AVX2_FMA void ImplicitTiles(int64_t mb0, int64_t mb1, int64_t mg, int64_t k_
   constexpr int MR = kMr;
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int64_t mb = mb0; mb < mb1; ++mb) {
-    const float* am = ap + mb * k_len * kMr;
+    const float* am = TileWeights(ap, mb, k_len);
     const int64_t rows = std::min<int64_t>(kMr, mg - mb * kMr);
     __m256 acc[MR][NV];
 #pragma GCC unroll 8
@@ -368,7 +388,7 @@ QCC_AVX2_FMA void ImplicitTiles(int64_t mb0, int64_t mb1, int64_t mg, int64_t k_
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = init;
     }
-    for (int64_t k = 0; k < k_len; ++k, am += kMr) FmaStep<MR, NV>(am, b + koff[k], acc);
+    for (int64_t k = 0; k < k_len; ++k, am += kPackRows) FmaStep<MR, NV>(am, b + koff[k], acc);
     if (act != nullptr) ActivateTile<MR, NV>(*act, acc);
     // A run stores all 8 lanes from its first output on: the lanes past it land on the outputs
     // the next runs store (a band's outputs are stored in order), except for the band's last
@@ -482,7 +502,7 @@ void ImplicitConv(const ConvF32Params& p, const float* x, const float* packed, c
       const int64_t mb0 = mc * g.m_chunk_blocks;
       const int64_t mb1 = std::min(g.m_blocks, mb0 + g.m_chunk_blocks);
       float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp;
-      const float* ag = packed + grp * g.m_blocks * kMr * g.k;
+      const float* ag = packed + grp * GroupPackedFloats(g.mg, g.k);
       const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
       const int64_t positions = (y1 - y0 - 1) * ig.pw + ig.ow;
       TileRuns runs;
@@ -495,6 +515,140 @@ void ImplicitConv(const ConvF32Params& p, const float* x, const float* packed, c
       }
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transposed pointwise path: pointwise convolutions (one group, 24+ output channels) on small
+// maps whose positions would leave many lanes of the position tiles empty (UseTransposed).
+//
+// On a small map a tile of 24 positions leaves lanes empty (a 7x7 map's 49 fill 49 of 56), the
+// k chunks reload partial sums through masked loads and stores (microcoded on AMD), and every
+// tile copies its columns of x into a panel. Here the lanes are output channels (a packed block
+// of 24: three ymm of weights per k) and kTp positions are broadcast straight from x, so a tile
+// is kTp x 24 outputs in 12 ymm. k runs in chunks of kTkc (the chunk's weights, 6 KiB, stay in
+// L1 across the map's tiles); a tile's partial sums between chunks go to a per-thread buffer as
+// they are (storing and reloading a float is exact). Every output is its bias plus one fused
+// multiply-add per k in k's order, as Tile's: the same bits. The tile ends in a 4 x 8
+// transpose per vector (two 4 x 4 ones) and 4-float stores into the output channels' rows.
+constexpr int kTp = 4;
+constexpr int64_t kTkc = 64;
+constexpr int64_t kMaxTransposedPositions = 256;
+
+bool UseTransposed(const ConvF32Params& p) {
+  if (!p.IsPointwise() || p.groups != 1 || p.out_channels < kPackRows) return false;
+  // Where an eighth or more of the position lanes would be empty: 7x7 (49 of 56), 5x5, 3x3 and
+  // 1x1 maps. On Zen 3, batch 32, against the position tiles: 0.81-0.84x the time at 7x7 (320
+  // to 1280, 192 to 1152, 1152 to 192 channels), the same at 13x13 (169 of 176 lanes, 512 to
+  // 1000), 1.46x at 14x14 (196 of 200, 480 to 80: 80 channels fill 80 of 96 lanes).
+  const int64_t n = p.out_size(), lanes = (n + 7) / 8 * 8;
+  return n <= kMaxTransposedPositions && 8 * (lanes - n) >= lanes;
+}
+
+/// Stores positions [0, np) of rows r[0..3] (lanes are 8 channels): channel i's to y + i * ldy,
+/// for the first `channels` (<= 8) of them.
+QCC_AVX2_FMA inline void StoreTransposed(const __m256 (&r)[kTp], int np, int channels, float* y,
+                                         int64_t ldy) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  // u[i]: channel i in the low half, channel i + 4 in the high one, positions 0..3 each.
+  const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+  for (int i = 0; i < channels; ++i) {
+    const __m128 v = i < 4 ? _mm256_castps256_ps128(u[i]) : _mm256_extractf128_ps(u[i - 4], 1);
+    float* dst = y + i * ldy;
+    if (np == kTp) {
+      _mm_storeu_ps(dst, v);
+    } else {
+      if (np >= 2) _mm_storel_pi(reinterpret_cast<__m64*>(dst), v);
+      if (np != 2) _mm_store_ss(dst + np - 1, np == 1 ? v : _mm_movehl_ps(v, v));
+    }
+  }
+}
+
+/// Positions [0, NP) x channels [0, 8 NV) of a transposed tile over k in [0, k_len): x's
+/// position q of k at x[k * ldx + q], the weights' 24 channels of k at bp[k * kPackRows]. Starts
+/// from `bias` (24 floats) when `first`, else from `part`; ends in `part` unless `last`, then
+/// applies `act` and stores the first `channels` channels to y (row stride ldy).
+template <int NP, int NV>
+QCC_AVX2_FMA void TransposedTile(int64_t k_len, const float* x, int64_t ldx, const float* bp,
+                                 bool first, const float* bias, bool last, const ActivationF32* act,
+                                 float* part, float* y, int64_t ldy, int64_t channels) {
+  __m256 acc[NP][NV];
+#pragma GCC unroll 4
+  for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      acc[q][v] = first ? _mm256_loadu_ps(bias + 8 * v) : _mm256_loadu_ps(part + (q * 3 + v) * 8);
+    }
+  }
+  // FmaStep with the roles swapped: x's positions broadcast, the weights the vectors.
+  for (int64_t k = 0; k < k_len; ++k, x += ldx, bp += kPackRows) FmaStep<NP, NV>(x, bp, acc);
+  if (!last) {
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) _mm256_storeu_ps(part + (q * 3 + v) * 8, acc[q][v]);
+    }
+    return;
+  }
+  if (act != nullptr) ActivateTile<NP, NV>(*act, acc);
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    __m256 rows[kTp];
+#pragma GCC unroll 4
+    for (int q = 0; q < kTp; ++q) rows[q] = q < NP ? acc[q][v] : _mm256_setzero_ps();
+    const int64_t left = channels - 8 * v;
+    if (left <= 0) break;
+    StoreTransposed(rows, NP, static_cast<int>(std::min<int64_t>(8, left)), y + 8 * v * ldy, ldy);
+  }
+}
+
+using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, bool, const float*,
+                                  bool, const ActivationF32*, float*, float*, int64_t, int64_t);
+/// By positions (1..kTp) and vectors of channels (1..3).
+constexpr TransposedTileFn kTransposedTiles[kTp][kVecs] = {
+    {TransposedTile<1, 1>, TransposedTile<1, 2>, TransposedTile<1, 3>},
+    {TransposedTile<2, 1>, TransposedTile<2, 2>, TransposedTile<2, 3>},
+    {TransposedTile<3, 1>, TransposedTile<3, 2>, TransposedTile<3, 3>},
+    {TransposedTile<4, 1>, TransposedTile<4, 2>, TransposedTile<4, 3>}};
+
+/// Floats of a thread's partial sums: every tile of a map, 12 ymm each.
+int64_t TransposedPartFloats(const ConvF32Params& p) {
+  return (p.out_size() + kTp - 1) / kTp * kTp * kPackRows;
+}
+
+/// Pieces are (image, block of 24 output channels); each runs k in chunks over all its tiles.
+void TransposedConv(const ConvF32Params& p, const float* x, const float* packed, const float* bias,
+                    float* y, float* parts) {
+  const int64_t n_sp = p.out_size(), m = p.out_channels, k_len = p.in_channels;
+  const int64_t blocks = (m + kPackRows - 1) / kPackRows;
+  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  NnParallelFor(
+      p.num_threads, p.batch * blocks, kPackRows * k_len * n_sp,
+      [&](int64_t begin, int64_t end, int thread) {
+        float* part = parts + thread * TransposedPartFloats(p);
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t img = u / blocks, cb = u % blocks;
+          const int64_t channels = std::min(kPackRows, m - cb * kPackRows);
+          const int nv = static_cast<int>((channels + 7) / 8);
+          float bias_block[kPackRows] = {};
+          if (bias != nullptr) {
+            std::copy(bias + cb * kPackRows, bias + cb * kPackRows + channels, bias_block);
+          }
+          const float* xi = x + img * k_len * n_sp;
+          float* yb = y + (img * m + cb * kPackRows) * n_sp;
+          const float* bp = packed + cb * kPackRows * k_len;
+          for (int64_t k0 = 0; k0 < k_len; k0 += kTkc) {
+            const int64_t k1 = std::min(k_len, k0 + kTkc);
+            for (int64_t q0 = 0; q0 < n_sp; q0 += kTp) {
+              const int np = static_cast<int>(std::min<int64_t>(kTp, n_sp - q0));
+              kTransposedTiles[np - 1][nv - 1](
+                  k1 - k0, xi + k0 * n_sp + q0, n_sp, bp + k0 * kPackRows, k0 == 0, bias_block,
+                  k1 == k_len, act, part + q0 * kPackRows, yb + q0, n_sp, channels);
+            }
+          }
+        }
+      });
 }
 
 }  // namespace
@@ -521,14 +675,15 @@ QCC_AVX2_FMA void CopyEvenAvx2(const float* src, int64_t n, float* dst) {
 
 int64_t ConvF32Avx2PackedSize(const ConvF32Params& p) {
   const Geometry g = GeometryOf(p);
-  return p.groups * g.m_blocks * kMr * g.k;
+  return p.groups * GroupPackedFloats(g.mg, g.k);
 }
 
 void PackConvF32Avx2(const ConvF32Params& p, const float* w, float* packed) {
-  internal::PackWeightRowBlocks(p, w, kMr, packed);
+  internal::PackWeightRowBlocks(p, w, kPackRows, packed);
 }
 
 int64_t ConvF32Avx2ColumnsSize(const ConvF32Params& p) {
+  if (UseTransposed(p)) return std::max(1, p.num_threads) * TransposedPartFloats(p);
   if (UseImplicit(p)) return std::max(1, p.num_threads) * ImplicitGeometryOf(p).window;
   const Geometry g = GeometryOf(p);
   // A pointwise convolution copies each tile's columns of x into one contiguous panel.
@@ -551,6 +706,10 @@ void ConvF32Avx2(const ConvF32Params& p, const float* x, const float* w, const f
 void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* packed,
                        const float* bias, float* y, float* columns) {
   if (p.batch == 0 || p.out_size() == 0 || p.out_channels == 0) return;
+  if (UseTransposed(p)) {
+    TransposedConv(p, x, packed, bias, y, columns);
+    return;
+  }
   if (UseImplicit(p)) {
     ImplicitConv(p, x, packed, bias, y, columns);
     return;
@@ -574,7 +733,7 @@ void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* pack
       const int64_t cols = (r1 - r0) * row_len;
       const float* xg = x + (n * p.in_channels + grp * g.cg) * in_sp;
       float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp + r0 * row_len;
-      const float* ag = packed + grp * g.m_blocks * kMr * g.k;
+      const float* ag = packed + grp * GroupPackedFloats(g.mg, g.k);
       const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
       const float* b = xg + r0 * row_len;
       int64_t ldb = in_sp;
@@ -606,9 +765,9 @@ void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* pack
         const int64_t width = std::min(kNr, cols - j);
         const float* bk = g.pointwise ? col + j * g.k + k0 * kNr : b + k0 * ldb + j;
         kTiles[(width + 7) / 8 - 1][rows](
-            k1 - k0, ag + (mb * g.k + k0) * kMr, bk, g.pointwise ? kNr : ldb, k0 == 0,
-            bg != nullptr ? bg + mb * kMr : nullptr, k1 == g.k ? act : nullptr,
-            yg + mb * kMr * out_sp + j, out_sp, width);
+            k1 - k0, TileWeights(ag, mb, g.k) + k0 * kPackRows, kPackRows, bk,
+            g.pointwise ? kNr : ldb, k0 == 0, bg != nullptr ? bg + mb * kMr : nullptr,
+            k1 == g.k ? act : nullptr, yg + mb * kMr * out_sp + j, out_sp, width);
       };
       // GEMM blocking: k in chunks whose kKc x kNr block of b stays in L1 while a group of
       // kMc weight blocks (kKc x kMr each, together in L2) passes over it; every column tile

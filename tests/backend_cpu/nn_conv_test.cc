@@ -200,6 +200,13 @@ const std::vector<ConvCase>& Cases() {
       // channels; tiles of 7, and of 8 then 1).
       {"pointwise_transposed_7x7", 2, 72, 80, 1, {7, 7}, {1, 1}},
       {"pointwise_transposed_13x13_no_bias", 1, 64, 100, 1, {13, 13}, {1, 1}, {}, {}, {}, false},
+      // The AVX2 transposed tiles (an eighth or more of the position lanes empty): a 1x1 map
+      // at batch 3 with 3 chunks of k and a 2-channel last block; 5x5, 5 channels in the last
+      // block, no bias; maps of 7 and 6 positions (last tiles of 3 and 2).
+      {"pointwise_transposed_1x1_map", 3, 130, 50, 1, {1, 1}, {1, 1}},
+      {"pointwise_transposed_5x5_odd", 1, 70, 29, 1, {5, 5}, {1, 1}, {}, {}, {}, false},
+      {"pointwise_transposed_1x7", 2, 66, 24, 1, {1, 7}, {1, 1}},
+      {"pointwise_transposed_2x3", 1, 40, 48, 1, {2, 3}, {1, 1}},
       // Stride 1 with output rows of whole 16-lane vectors: the AVX-512 implicit-im2col path.
       {"implicit_w16_dilated_pads", 2, 6, 10, 1, {7, 16}, {3, 3}, {}, {1, 2}, {1, 2, 1, 2}},
       {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
