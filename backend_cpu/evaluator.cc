@@ -75,7 +75,9 @@ void Evaluator::PackConvWeights(const ir::Node& node) {
   auto widened = widened_constants_.find(wv);
   const Tensor& w = widened != widened_constants_.end() ? widened->second : *wv->constant();
   if (w.dtype() != DType::kFloat32 || w.rank() < 3 || w.rank() > 5) return;
-  // The packing reads channels, groups and the kernel's volume only (PackConvF32Weights).
+  // The packing reads channels, groups and the kernel's volume only (PackConvF32Weights), except
+  // where ConvF32PackingDependsOnExtents: those convolutions pack on each run, with their
+  // extents.
   const int64_t group = node.attrs<ir::ConvAttrs>().group;
   if (group < 1 || w.dim(0) % group != 0) return;  // the kernel reports the error
   ConvF32Params p;
@@ -84,6 +86,7 @@ void Evaluator::PackConvWeights(const ir::Node& node) {
   p.groups = group;
   p.kernel = {1, 1, 1};
   for (int64_t a = 2; a < w.rank(); ++a) p.kernel[a - 2 + (5 - w.rank())] = w.dim(a);
+  if (ConvF32PackingDependsOnExtents(p)) return;
   std::vector<float> packed = PackConvF32Weights(p, w.data<float>());
   if (!packed.empty()) packed_conv_weights_.emplace(&node, std::move(packed));
 }

@@ -244,6 +244,10 @@ std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
   return {};
 }
 
+bool ConvF32PackingDependsOnExtents(const ConvF32Params& p) {
+  return ConvF32HasAvx512() && ConvF32Avx512PackingDependsOnExtents(p);
+}
+
 namespace {
 
 /// ConvF32WithPacked takes the packed path: ConvF32 would pick a microkernel (AVX-512 or AVX2,

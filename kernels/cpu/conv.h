@@ -48,9 +48,14 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
 
 /// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
 /// w as it is (depthwise, or neither AVX-512 nor AVX2). They depend on channels, groups and the
-/// kernel's volume only, not on batch, extents or threads. For ConvF32WithPacked on convolutions of
-/// the same weights.
+/// kernel's volume only, not on batch, extents or threads, unless
+/// ConvF32PackingDependsOnExtents(p). For ConvF32WithPacked on convolutions of the same weights.
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
+/// True when the packing of p's weights on this CPU also depends on the extents, strides and
+/// pads (the AVX-512 path packs 1x1 convolutions of 64+ channels in and out for its transposed
+/// tiles only when they are pointwise on a small map): pack them with the extents they will run
+/// at, or not ahead at all (as the evaluator, which packs before it knows them).
+bool ConvF32PackingDependsOnExtents(const ConvF32Params& p);
 /// Floats of scratch ConvF32WithPacked needs.
 int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed);
 /// ConvF32 with `packed` from PackConvF32Weights(p, w): the same bits, without the per-call
@@ -82,6 +87,8 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
 /// Floats of w packed for the AVX-512 microkernel; they depend on the convolution's shape only
 /// (not on batch or threads).
 int64_t ConvF32Avx512PackedSize(const ConvF32Params& p);
+/// ConvF32PackingDependsOnExtents for the AVX-512 path.
+bool ConvF32Avx512PackingDependsOnExtents(const ConvF32Params& p);
 /// Packs w ([M, C/groups, kernel]) into `packed` (ConvF32Avx512PackedSize(p) floats).
 void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed);
 /// Floats of im2col bands ConvF32Im2colAvx512Packed needs (0 when it reads x in place).

@@ -570,6 +570,11 @@ void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float*
                 });
 }
 
+bool ConvF32Avx512PackingDependsOnExtents(const ConvF32Params& p) {
+  // UseTransposed's conditions that do not read extents, strides or pads.
+  return p.kernel_size() == 1 && p.groups == 1 && p.out_channels >= 64 && p.in_channels >= 64;
+}
+
 int64_t ConvF32Avx512PackedSize(const ConvF32Params& p) {
   if (UseTransposed(p)) return (p.out_channels + 31) / 32 * 32 * p.in_channels;
   const Geometry g = GeometryOf(p);

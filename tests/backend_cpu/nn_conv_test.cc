@@ -207,6 +207,12 @@ const std::vector<ConvCase>& Cases() {
       {"pointwise_transposed_5x5_odd", 1, 70, 29, 1, {5, 5}, {1, 1}, {}, {}, {}, false},
       {"pointwise_transposed_1x7", 2, 66, 24, 1, {1, 7}, {1, 1}},
       {"pointwise_transposed_2x3", 1, 40, 48, 1, {2, 3}, {1, 1}},
+      // 1x1 convolutions of 64+ channels that are not pointwise on a small map: the evaluator
+      // packs weights before it knows extents, strides and pads, and on AVX-512 their packing
+      // depends on them (ConvF32PackingDependsOnExtents): 256 and 400 positions, stride 2.
+      {"pointwise_64ch_16x16", 1, 64, 64, 1, {16, 16}, {1, 1}},
+      {"pointwise_64ch_20x20", 1, 64, 96, 1, {20, 20}, {1, 1}},
+      {"conv1x1_stride2_64ch", 2, 64, 72, 1, {10, 10}, {1, 1}, {2, 2}},
       // Stride 1 with output rows of whole 16-lane vectors: the AVX-512 implicit-im2col path.
       {"implicit_w16_dilated_pads", 2, 6, 10, 1, {7, 16}, {3, 3}, {}, {1, 2}, {1, 2, 1, 2}},
       {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
@@ -400,6 +406,30 @@ TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
 
 // An empty convolution (no images, or no output channels) gives an empty result on every
 // kernel path and thread count: sizes, packing and the run itself (no division by zero).
+// PackConvF32Weights's contract: what it packs from channels, groups and the kernel's volume
+// alone (as the evaluator calls it, before it knows extents) is what it packs with a case's
+// extents, strides and pads, except where ConvF32PackingDependsOnExtents says otherwise (there
+// the evaluator does not pack ahead).
+TEST(NnConvTest, PackingDependsOnExtentsOnlyWhereItSays) {
+  int compared = 0;
+  for (const ConvCase& cc : Cases()) {
+    SCOPED_TRACE(cc.name);
+    std::vector<int64_t> strides, dilations, pb, out;
+    const cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
+    cpu::ConvF32Params bare;  // what the evaluator knows
+    bare.in_channels = p.in_channels;
+    bare.out_channels = p.out_channels;
+    bare.groups = p.groups;
+    bare.kernel = p.kernel;
+    if (cpu::ConvF32PackingDependsOnExtents(bare)) continue;
+    const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
+    EXPECT_EQ(cpu::PackConvF32Weights(bare, w.data<float>()),
+              cpu::PackConvF32Weights(p, w.data<float>()));
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
 TEST(NnConvTest, EmptyConvolutionsRunOnEveryPath) {
   for (int64_t batch : {0, 2}) {
     for (int64_t out_channels : {0, 8}) {
