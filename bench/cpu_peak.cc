@@ -1,9 +1,12 @@
 // This CPU's arithmetic peak for the instructions qcc's kernels use, measured: register-only
 // loops of independent fused multiply-adds (fp32: vfmadd231ps on zmm and on ymm) and of int8 dot
-// products (vpdpbusd on zmm: 64 multiply-adds each), on 1..T threads at once. The roofline
-// lines of bench/compare-ort divide a plan's multiply-adds per second by these. One line each:
+// products (vpdpbusd on zmm: 64 multiply-adds each; without VNNI, qcc's exact AVX2 form,
+// vpmaddwd + vpaddd on int16: 16 each), on 1..T threads at once. The roofline lines of
+// bench/compare-ort divide a plan's multiply-adds per second by these. One line each:
 //   cpu_peak: isa=avx512-fma threads=1 gflops=...      (2 operations per multiply-add)
 //   cpu_peak: isa=avx512-vnni threads=1 gops=...
+// avx2-u8s8 is not a qcc kernel's: it is ONNX Runtime's AVX2 u8s8 step (vpmaddubsw, whose int16
+// pair sums saturate, + vpmaddwd by ones + vpaddd: 32 multiply-adds), for comparison.
 // An ISA this CPU lacks prints nothing. Each figure is the best of three tries of about
 // --seconds each.
 //
@@ -74,6 +77,57 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) float DpbusdZmm(long ite
   return static_cast<float>(t);
 }
 
+// The int16 and u8s8 loops feed each chain's own value back into the multiply, so that no
+// product is loop-invariant; kIntChains named accumulators (an array of them was spilled to the
+// stack by GCC, halving the rate) cover the multiply-and-add latency.
+constexpr int kIntChains = 10;
+#define QCC_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define QCC_INIT(i) __m256i c##i = _mm256_set1_epi32(i + 1);
+#define QCC_SUM(i) s = _mm256_add_epi32(s, c##i);
+
+/// The lanes of `s` summed, as a float (a value that depends on every round).
+__attribute__((target("avx2"))) float SumLanes(__m256i s) {
+  int32_t lanes[8];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), s);
+  int64_t t = 0;
+  for (int32_t v : lanes) t += v;
+  return static_cast<float>(t);
+}
+
+/// Rounds of kIntChains vpmaddwd + vpaddd: qcc's exact AVX2 int8 step (16 multiply-adds).
+__attribute__((target("avx2"), noinline)) float MaddwdYmm(long iters) {
+  QCC_CHAINS(QCC_INIT)
+  const __m256i w = _mm256_set1_epi16(3);
+#define QCC_MADD(i) c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(c##i, w));
+  for (long n = 0; n < iters; ++n) {
+    QCC_CHAINS(QCC_MADD)
+  }
+#undef QCC_MADD
+  __m256i s = _mm256_setzero_si256();
+  QCC_CHAINS(QCC_SUM)
+  return SumLanes(s);
+}
+
+/// Rounds of kIntChains vpmaddubsw + vpmaddwd by ones + vpaddd: ONNX Runtime's AVX2 u8s8 step
+/// (32 multiply-adds, the int16 pair sums saturating).
+__attribute__((target("avx2"), noinline)) float MaddubswYmm(long iters) {
+  QCC_CHAINS(QCC_INIT)
+  const __m256i w = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+#define QCC_MADD(i) \
+  c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(_mm256_maddubs_epi16(c##i, w), ones));
+  for (long n = 0; n < iters; ++n) {
+    QCC_CHAINS(QCC_MADD)
+  }
+#undef QCC_MADD
+  __m256i s = _mm256_setzero_si256();
+  QCC_CHAINS(QCC_SUM)
+  return SumLanes(s);
+}
+
+#undef QCC_CHAINS
+#undef QCC_INIT
+#undef QCC_SUM
+
 /// Operations per second of `fn` (ops_per_iter per round) on `threads` threads at once, each
 /// running for about `seconds`.
 double Measure(float (*fn)(long), double ops_per_iter, int threads, double seconds) {
@@ -139,6 +193,9 @@ int main(int argc, char** argv) {
        kChains * 8 * 2.0},
       {"avx512-vnni", "gops", __builtin_cpu_supports("avx512vnni") != 0, DpbusdZmm,
        kChains * 64 * 2.0},
+      {"avx2-int16", "gops", __builtin_cpu_supports("avx2") != 0, MaddwdYmm, kIntChains * 16 * 2.0},
+      {"avx2-u8s8", "gops", __builtin_cpu_supports("avx2") != 0, MaddubswYmm,
+       kIntChains * 32 * 2.0},
   };
   for (const Isa& isa : isas) {
     if (!isa.present) continue;
