@@ -82,11 +82,39 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) float DpbusdZmm(long ite
 // stack by GCC, halving the rate) cover the multiply-and-add latency.
 constexpr int kIntChains = 10;
 #define QCC_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
-#define QCC_INIT(i) __m256i c##i = _mm256_set1_epi32(i + 1);
-#define QCC_SUM(i) s = _mm256_add_epi32(s, c##i);
 
-/// The lanes of `s` summed, as a float (a value that depends on every round).
-__attribute__((target("avx2"))) float SumLanes(__m256i s) {
+/// qcc's exact AVX2 int8 step (16 multiply-adds): vpmaddwd + vpaddd.
+struct MaddwdStep {
+  __attribute__((target("avx2"))) __m256i operator()(__m256i c) const {
+    return _mm256_add_epi32(c, _mm256_madd_epi16(c, _mm256_set1_epi16(3)));
+  }
+};
+
+/// ONNX Runtime's AVX2 u8s8 step (32 multiply-adds, the int16 pair sums saturating):
+/// vpmaddubsw + vpmaddwd by ones + vpaddd.
+struct MaddubswStep {
+  __attribute__((target("avx2"))) __m256i operator()(__m256i c) const {
+    const __m256i prod = _mm256_maddubs_epi16(c, _mm256_set1_epi8(-2));
+    return _mm256_add_epi32(c, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
+  }
+};
+
+/// Rounds of kIntChains `Step`s; returns a value that depends on every one.
+template <typename Step>
+__attribute__((target("avx2"), noinline)) float IntChains(long iters) {
+  const Step step;
+#define QCC_INIT(i) __m256i c##i = _mm256_set1_epi32(i + 1);
+#define QCC_STEP(i) c##i = step(c##i);
+#define QCC_SUM(i) s = _mm256_add_epi32(s, c##i);
+  QCC_CHAINS(QCC_INIT)
+  for (long n = 0; n < iters; ++n) {
+    QCC_CHAINS(QCC_STEP)
+  }
+  __m256i s = _mm256_setzero_si256();
+  QCC_CHAINS(QCC_SUM)
+#undef QCC_INIT
+#undef QCC_STEP
+#undef QCC_SUM
   int32_t lanes[8];
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), s);
   int64_t t = 0;
@@ -94,39 +122,7 @@ __attribute__((target("avx2"))) float SumLanes(__m256i s) {
   return static_cast<float>(t);
 }
 
-/// Rounds of kIntChains vpmaddwd + vpaddd: qcc's exact AVX2 int8 step (16 multiply-adds).
-__attribute__((target("avx2"), noinline)) float MaddwdYmm(long iters) {
-  QCC_CHAINS(QCC_INIT)
-  const __m256i w = _mm256_set1_epi16(3);
-#define QCC_MADD(i) c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(c##i, w));
-  for (long n = 0; n < iters; ++n) {
-    QCC_CHAINS(QCC_MADD)
-  }
-#undef QCC_MADD
-  __m256i s = _mm256_setzero_si256();
-  QCC_CHAINS(QCC_SUM)
-  return SumLanes(s);
-}
-
-/// Rounds of kIntChains vpmaddubsw + vpmaddwd by ones + vpaddd: ONNX Runtime's AVX2 u8s8 step
-/// (32 multiply-adds, the int16 pair sums saturating).
-__attribute__((target("avx2"), noinline)) float MaddubswYmm(long iters) {
-  QCC_CHAINS(QCC_INIT)
-  const __m256i w = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
-#define QCC_MADD(i) \
-  c##i = _mm256_add_epi32(c##i, _mm256_madd_epi16(_mm256_maddubs_epi16(c##i, w), ones));
-  for (long n = 0; n < iters; ++n) {
-    QCC_CHAINS(QCC_MADD)
-  }
-#undef QCC_MADD
-  __m256i s = _mm256_setzero_si256();
-  QCC_CHAINS(QCC_SUM)
-  return SumLanes(s);
-}
-
 #undef QCC_CHAINS
-#undef QCC_INIT
-#undef QCC_SUM
 
 /// Operations per second of `fn` (ops_per_iter per round) on `threads` threads at once, each
 /// running for about `seconds`.
@@ -193,8 +189,9 @@ int main(int argc, char** argv) {
        kChains * 8 * 2.0},
       {"avx512-vnni", "gops", __builtin_cpu_supports("avx512vnni") != 0, DpbusdZmm,
        kChains * 64 * 2.0},
-      {"avx2-int16", "gops", __builtin_cpu_supports("avx2") != 0, MaddwdYmm, kIntChains * 16 * 2.0},
-      {"avx2-u8s8", "gops", __builtin_cpu_supports("avx2") != 0, MaddubswYmm,
+      {"avx2-int16", "gops", __builtin_cpu_supports("avx2") != 0, IntChains<MaddwdStep>,
+       kIntChains * 16 * 2.0},
+      {"avx2-u8s8", "gops", __builtin_cpu_supports("avx2") != 0, IntChains<MaddubswStep>,
        kIntChains * 32 * 2.0},
   };
   for (const Isa& isa : isas) {
