@@ -80,7 +80,9 @@ TEST(PassesFuseActivationTest, EveryActivationIntoEveryProducer) {
         a = at.activation, lo = at.activation_min, hi = at.activation_max;
         alpha = at.activation_alpha;
       }
-      if (act == OpKind::kRelu) EXPECT_EQ(a, ir::Activation::kRelu);
+      if (act == OpKind::kRelu) {
+        EXPECT_EQ(a, ir::Activation::kRelu);
+      }
       if (act == OpKind::kLeakyRelu) {
         EXPECT_EQ(a, ir::Activation::kLeakyRelu);
         EXPECT_FLOAT_EQ(alpha, 0.1f);
