@@ -199,6 +199,13 @@ constexpr TileFn kTiles[kVecs][kMr + 1] = {
 /// `floats` rounded up to whole tiles.
 int64_t WholeTiles(int64_t floats) { return (floats + kNr - 1) / kNr * kNr; }
 
+/// Floats of a thread's column band on the im2col path: a band's im2col rows, or a pointwise
+/// convolution's x copied into one contiguous panel per tile.
+int64_t ColumnFloats(const Geometry& g) {
+  return g.pointwise ? g.k * WholeTiles(g.band_rows)
+                     : g.k * OddLineStride(WholeTiles(g.band_rows * g.row_len));
+}
+
 /// Floats of one group's packed weights: whole blocks of kPackRows channels.
 int64_t GroupPackedFloats(int64_t mg, int64_t k) {
   return (mg + kPackRows - 1) / kPackRows * kPackRows * k;
@@ -333,26 +340,30 @@ struct TileRuns {
   int64_t end;
 };
 
-/// Stores lanes [0, n) of `v` (n <= 8) to y: 4, 2 and 1 floats at a time.
-QCC_AVX2_FMA inline void StoreLowFloats(__m256 v, int64_t n, float* y) {
-  __m128 part = _mm256_castps256_ps128(v);
-  if (n >= 4) {
-    _mm_storeu_ps(y, part);
-    if (n == 8) {
-      _mm_storeu_ps(y + 4, _mm256_extractf128_ps(v, 1));
-      return;
-    }
-    part = _mm256_extractf128_ps(v, 1);
-    y += 4;
-    n -= 4;
+/// Stores lanes [0, n) of `v` (n <= 4) to y: 2 and 1 floats at a time, 4 at once.
+QCC_AVX2_FMA inline void StoreLowFloats(__m128 v, int64_t n, float* y) {
+  if (n == 4) {
+    _mm_storeu_ps(y, v);
+    return;
   }
   if (n >= 2) {
-    _mm_storel_pi(reinterpret_cast<__m64*>(y), part);
-    part = _mm_movehl_ps(part, part);
+    _mm_storel_pi(reinterpret_cast<__m64*>(y), v);
+    v = _mm_movehl_ps(v, v);
     y += 2;
     n -= 2;
   }
-  if (n == 1) _mm_store_ss(y, part);
+  if (n == 1) _mm_store_ss(y, v);
+}
+
+/// Stores lanes [0, n) of `v` (n <= 8) to y.
+QCC_AVX2_FMA inline void StoreLowFloats(__m256 v, int64_t n, float* y) {
+  const __m128 low = _mm256_castps256_ps128(v);
+  if (n <= 4) {
+    StoreLowFloats(low, n, y);
+    return;
+  }
+  _mm_storeu_ps(y, low);
+  StoreLowFloats(_mm256_extractf128_ps(v, 1), n - 4, y + 4);
 }
 
 /// Tile's product with the b row of k at b + koff[k], for the output-channel blocks
@@ -543,13 +554,7 @@ QCC_AVX2_FMA inline void StoreTransposed(const __m256 (&r)[kTp], int np, int cha
                        _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
   for (int i = 0; i < channels; ++i) {
     const __m128 v = i < 4 ? _mm256_castps256_ps128(u[i]) : _mm256_extractf128_ps(u[i - 4], 1);
-    float* dst = y + i * ldy;
-    if (np == kTp) {
-      _mm_storeu_ps(dst, v);
-    } else {
-      if (np >= 2) _mm_storel_pi(reinterpret_cast<__m64*>(dst), v);
-      if (np != 2) _mm_store_ss(dst + np - 1, np == 1 ? v : _mm_movehl_ps(v, v));
-    }
+    StoreLowFloats(v, np, y + i * ldy);
   }
 }
 
@@ -673,11 +678,7 @@ void PackConvF32Avx2(const ConvF32Params& p, const float* w, float* packed) {
 int64_t ConvF32Avx2ColumnsSize(const ConvF32Params& p) {
   if (UseTransposed(p)) return std::max(1, p.num_threads) * TransposedPartFloats(p);
   if (UseImplicit(p)) return std::max(1, p.num_threads) * ImplicitGeometryOf(p).window;
-  const Geometry g = GeometryOf(p);
-  // A pointwise convolution copies each tile's columns of x into one contiguous panel.
-  const int64_t col = g.pointwise ? g.k * WholeTiles(g.band_rows)
-                                  : g.k * OddLineStride(WholeTiles(g.band_rows * g.row_len));
-  return std::max(1, p.num_threads) * col;
+  return std::max(1, p.num_threads) * ColumnFloats(GeometryOf(p));
 }
 
 int64_t ConvF32Avx2WorkspaceSize(const ConvF32Params& p) {
@@ -705,8 +706,7 @@ void ConvF32Avx2Packed(const ConvF32Params& p, const float* x, const float* pack
   const Geometry g = GeometryOf(p);
   const int64_t in_sp = p.in_size(), out_sp = p.out_size(), row_len = g.row_len;
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
-  const int64_t col_floats = g.pointwise ? g.k * WholeTiles(g.band_rows)
-                                         : g.k * OddLineStride(WholeTiles(g.band_rows * row_len));
+  const int64_t col_floats = ColumnFloats(g);
   const int64_t units = p.batch * p.groups * g.bands * g.m_chunks;
   const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * row_len / 8;
   NnParallelFor(p.num_threads, units, cost, [&](int64_t begin, int64_t end, int thread) {
