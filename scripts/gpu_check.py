@@ -4,6 +4,7 @@ throughput table. Run through scripts/gpu-check (it builds qcc and sets up .venv
 
   gpu_check.py outputs --qcc QCC --shared DIR --out DIR
   gpu_check.py bench   --qcc QCC --shared DIR --out DIR
+  gpu_check.py isa     --qcc QCC --shared DIR --out DIR
 """
 import argparse
 import glob
@@ -289,10 +290,86 @@ def bench(args):
         raise SystemExit(f"gpu-check: {len(failures)} check(s) failed: " + "; ".join(failures))
 
 
+def cpu_levels():
+    """The QCC_CPU_FEATURES levels this host can run, widest last."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    levels = ["baseline"]
+    if {"avx2", "fma", "f16c"} <= flags:
+        levels.append("avx2")
+    if {"avx512f", "avx512bw", "avx512vl"} <= flags:
+        levels.append("avx512")
+    if flags & {"avx512_vnni", "avx512_vbmi", "avx512_vbmi2"}:
+        levels.append("native")
+    return levels
+
+
+def isa(args):
+    """CPU plans of every shared model at each vector level of this host: int8 outputs
+    bit-identical to the scalar baseline's (every int8 step is exact integer arithmetic), fp32
+    outputs within float rounding of it (the kernels sum in other orders)."""
+    levels = cpu_levels()
+    print(f"levels: {' '.join(levels)}")
+    for name, m in MODELS.items():
+        if args.models and name not in args.models:
+            continue
+        model = os.path.join(args.shared, "models", m["onnx"])
+        work = os.path.join(args.out, name)
+        os.makedirs(work, exist_ok=True)
+        try:
+            table = os.path.join(work, "calib-cpu.json")
+            if not os.path.exists(table):
+                limit = [] if m["calib"] else ["--max-samples", "100"]
+                run([args.qcc, "calibrate", model, os.path.join(args.shared, "data", m["data"]),
+                     *m["pre"], *m["calib"], *limit, *m.get("compile", []), "--device", "cpu",
+                     "-o", table])
+            for precision in ("fp32", "int8"):
+                plan = os.path.join(work, f"isa-{precision}.plan")
+                flags = ["--int8", "--calib", table] if precision == "int8" else ["--fp32"]
+                run([args.qcc, "compile", model, *flags, *m.get("compile", []), "--batch",
+                     m["batch"], "-o", plan])
+                worst = 0.0
+                for k, inputs in enumerate(input_files(args.qcc, os.path.dirname(model), plan,
+                                                       work)):
+                    got = {}
+                    for level in levels:
+                        os.environ["QCC_CPU_FEATURES"] = level
+                        try:
+                            got[level] = outputs_of(args.qcc, plan, "cpu", inputs, os.path.join(
+                                work, f"isa-{precision}-{level}-{k}"))
+                        finally:
+                            del os.environ["QCC_CPU_FEATURES"]
+                    for level in levels[1:]:
+                        for i, (a, b) in enumerate(zip(got["baseline"], got[level])):
+                            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+                            err = float(np.max(np.abs(a64 - b64))) if a.size else 0.0
+                            scale = max(float(np.max(np.abs(a64))) if a.size else 0.0, 1e-6)
+                            worst = max(worst, err / scale)
+                            if precision == "int8":
+                                check(a.shape == b.shape and np.array_equal(a, b),
+                                      f"{name} int8 input set {k} output {i}: {level} "
+                                      f"bit-identical to baseline (max abs diff {err:.3g})")
+                            else:
+                                check(a.shape == b.shape and err <= 1e-4 * scale,
+                                      f"{name} fp32 input set {k} output {i}: {level} within "
+                                      f"1e-4 of baseline (max abs diff {err:.3g} against "
+                                      f"max |y| {scale:.3g})")
+                print(f"-- {name} {precision}: {' '.join(levels[1:])} against baseline, worst "
+                      f"difference {worst:.3g} of max |y|", flush=True)
+        except SystemExit as e:  # a command failed: go on with the next model
+            check(False, f"{name}: {e}")
+    if failures:
+        raise SystemExit(f"gpu-check: {len(failures)} check(s) failed: " + "; ".join(failures))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["outputs", "bench"])
+    parser.add_argument("what", choices=["outputs", "bench", "isa"])
     parser.add_argument("--qcc", required=True)
     parser.add_argument("--shared", required=True)
     parser.add_argument("--out", required=True)
@@ -301,7 +378,7 @@ def main():
                         help="the device of the GPU side (cpu: a dry run of the script)")
     args = parser.parse_args()
     DEVICE["cuda"] = args.gpu_device
-    outputs(args) if args.what == "outputs" else bench(args)
+    {"outputs": outputs, "bench": bench, "isa": isa}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -87,15 +87,18 @@ Geometry GeometryOf(const ConvF32Params& p) {
     // its channels first, and one with large planes splits its positions first (each thread
     // then reads only its part of x).
     const int64_t want = (2 * threads + images - 1) / images;
+    // At least one chunk, also for no output channels (0 blocks), which the divisions below
+    // need.
+    const int64_t blocks = std::max<int64_t>(1, g.m_blocks);
     const bool channels_first = g.mg >= g.rows * g.row_len;
-    if (channels_first) g.m_chunks = std::min(g.m_blocks, want);
+    if (channels_first) g.m_chunks = std::min(blocks, want);
     const int64_t parts = (want + g.m_chunks - 1) / g.m_chunks;
     g.band_rows = std::max<int64_t>(1, (g.rows + parts - 1) / parts);
     // A pointwise band is a whole number of tiles.
     if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + kNr - 1) / kNr * kNr);
     if (!channels_first) {
       const int64_t bands = (g.rows + g.band_rows - 1) / g.band_rows;
-      g.m_chunks = std::min(g.m_blocks, (want + bands - 1) / bands);
+      g.m_chunks = std::min(blocks, (want + bands - 1) / bands);
     }
   }
   g.bands = (g.rows + g.band_rows - 1) / g.band_rows;
