@@ -1,7 +1,7 @@
 #include "backend_cuda/lowering.h"
 
-#include <array>
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/steps.h"
@@ -14,21 +14,11 @@
 namespace qcc::cuda {
 namespace {
 
+using runtime::CudaKernel;
 using runtime::Plan;
 using runtime::PlanBuffer;
 using runtime::PlanStep;
 using runtime::StepKind;
-
-constexpr std::array<std::pair<CudaKernel, absl::string_view>, 8> kTokens = {{
-    {CudaKernel::kIm2colImma, "im2col-imma"},
-    {CudaKernel::kImma, "imma"},
-    {CudaKernel::kDirectQConv, "direct-qconv"},
-    {CudaKernel::kIm2colGemm, "im2col-gemm"},
-    {CudaKernel::kGemm, "gemm"},
-    {CudaKernel::kDirectConv, "direct-conv"},
-    {CudaKernel::kAlias, "alias"},
-    {CudaKernel::kIndex, "index"},
-}};
 
 // IMMA (and our packing of every GEMM operand) wants m, k and leading dimensions in multiples of 4.
 int64_t RoundUp4(int64_t x) { return (x + 3) / 4 * 4; }
@@ -55,14 +45,17 @@ absl::StatusOr<const PlanBuffer*> WeightOperand(const Plan& plan, size_t i, size
   return &w;
 }
 
-// The "<token> <description>" of one step.
-absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
+// One step's kernel and its description for people.
+struct Choice {
+  CudaKernel kernel;
+  std::string description;
+};
+
+absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
   const PlanStep& step = plan.steps[i];
   const auto kind = static_cast<StepKind>(step.kind);
   const absl::string_view name = runtime::StepKindName(step.kind);
-  auto choice = [](CudaKernel k, auto&&... parts) {
-    return absl::StrCat(CudaKernelToken(k), " ", parts...);
-  };
+  auto choice = [](CudaKernel k, auto&&... parts) { return Choice{k, absl::StrCat(parts...)}; };
   if (step.kind >= static_cast<uint32_t>(StepKind::kNumStepKinds)) {
     return StepError(plan, i, "unknown step kind");
   }
@@ -102,9 +95,9 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
                       RoundUp4(kred), "] at load) -> int32 + requantize epilogue (own, bit-exact)");
       }
       const bool half = w->dtype == DType::kFloat16;
-      return choice(CudaKernel::kIm2colGemm, half ? "fp16" : "fp32", " NCHW: im2col [N*OH*OW, ",
-                    kred, "] + cuBLASLt ", half ? "fp16" : "fp32",
-                    " GEMM with fp32 accumulation m=", kout, " k=", kred,
+      return choice(half ? CudaKernel::kIm2colHalfGemm : CudaKernel::kIm2colGemm,
+                    half ? "fp16" : "fp32", " NCHW: im2col [N*OH*OW, ", kred, "] + cuBLASLt ",
+                    half ? "fp16" : "fp32", " GEMM with fp32 accumulation m=", kout, " k=", kred,
                     " + bias/activation epilogue (own)");
     }
     case StepKind::kQGemm: {
@@ -189,28 +182,15 @@ absl::StatusOr<std::string> ChooseStep(const Plan& plan, size_t i) {
 
 }  // namespace
 
-absl::string_view CudaKernelToken(CudaKernel kernel) {
-  for (const auto& [k, token] : kTokens) {
-    if (k == kernel) return token;
-  }
-  return "index";
-}
-
-absl::StatusOr<CudaKernel> ParseCudaKernelToken(absl::string_view token) {
-  for (const auto& [k, t] : kTokens) {
-    if (t == token) return k;
-  }
-  return absl::NotFoundError(absl::StrCat("unknown CUDA kernel token '", token, "'"));
-}
-
 std::string CudaKernelKey(size_t step) { return absl::StrCat("cuda.kernel.", step); }
 
 absl::Status RecordCudaKernelChoices(Plan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    QCC_ASSIGN_OR_RETURN(std::string choice, ChooseStep(plan, i));
-    plan.metadata[CudaKernelKey(i)] = std::move(choice);
+    QCC_ASSIGN_OR_RETURN(Choice choice, ChooseStep(plan, i));
+    plan.steps[i].cuda_kernel = choice.kernel;
+    plan.metadata[CudaKernelKey(i)] = std::move(choice.description);
   }
-  plan.target = "cuda";
+  plan.target = std::string(runtime::kCudaTarget);
   return absl::OkStatus();
 }
 

@@ -146,6 +146,14 @@ absl::Status CheckStep(const Plan& plan, size_t i, const Checker& c) {
       return c.Fail(absl::StrCat(id, ": writes ", BufferKindName(kind), " buffer ", out));
     }
   }
+  // A "cuda" plan records a kernel for every step, any other none (the format stores them for
+  // "cuda" plans only).
+  const bool cuda = plan.target == kCudaTarget;
+  if (s.cuda_kernel >= CudaKernel::kNumKernels || (cuda && s.cuda_kernel == CudaKernel::kNone) ||
+      (!cuda && s.cuda_kernel != CudaKernel::kNone)) {
+    return c.Fail(absl::StrCat(id, ": CUDA kernel ", static_cast<int>(s.cuda_kernel),
+                               " in a plan for target ", Quoted(plan.target)));
+  }
   return absl::OkStatus();
 }
 
@@ -231,6 +239,34 @@ absl::Status ValidatePlan(const Plan& plan, absl::string_view source) {
   }
   if (absl::Status s = CheckBindings(plan, /*outputs=*/false, c); !s.ok()) return s;
   return CheckBindings(plan, /*outputs=*/true, c);
+}
+
+absl::string_view CudaKernelName(CudaKernel kernel) {
+  switch (kernel) {
+    case CudaKernel::kNone:
+      return "none";
+    case CudaKernel::kIm2colImma:
+      return "im2col-imma";
+    case CudaKernel::kImma:
+      return "imma";
+    case CudaKernel::kDirectQConv:
+      return "direct-qconv";
+    case CudaKernel::kIm2colGemm:
+      return "im2col-gemm";
+    case CudaKernel::kIm2colHalfGemm:
+      return "im2col-gemm-fp16";
+    case CudaKernel::kGemm:
+      return "gemm";
+    case CudaKernel::kDirectConv:
+      return "direct-conv";
+    case CudaKernel::kAlias:
+      return "alias";
+    case CudaKernel::kIndex:
+      return "index";
+    case CudaKernel::kNumKernels:
+      break;
+  }
+  return "invalid";
 }
 
 absl::string_view BufferKindName(BufferKind kind) {

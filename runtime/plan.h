@@ -54,6 +54,30 @@ struct PlanBuffer {
   std::string name;           ///< the tensor name, for per-layer reports and errors
 };
 
+/// The target name of plans for the CUDA runtime (Plan::target).
+inline constexpr absl::string_view kCudaTarget = "cuda";
+
+/// The device kernel family `qcc compile --target cuda` chose for a step (backend_cuda/lowering.h
+/// chooses, the CUDA runtime runs it). kNone in a plan of any other target; every step of a
+/// "cuda" plan has one.
+enum class CudaKernel : uint8_t {
+  kNone,            ///< no choice recorded (not a "cuda" plan)
+  kIm2colImma,      ///< int8 conv, group 1: im2col + cuBLASLt IMMA "TN" GEMM + requant epilogue
+  kImma,            ///< int8 Gemm/MatMul: row pad + cuBLASLt IMMA "TN" GEMM + requant epilogue
+  kDirectQConv,     ///< int8 grouped/depthwise conv: one thread per output (own kernel)
+  kIm2colGemm,      ///< fp32 conv, group 1: im2col + cuBLASLt fp32 GEMM + epilogue
+  kIm2colHalfGemm,  ///< conv of fp16 weights, group 1: im2col + cuBLASLt fp16 GEMM, fp32 sums
+  kGemm,            ///< float Gemm: cuBLASLt GEMM (fp32 accumulate) + epilogue
+  kDirectConv,      ///< float grouped/depthwise conv: one thread per output (own kernel)
+  kAlias,           ///< Reshape: the output is the input's bytes (a device copy when not aliased)
+  kIndex,           ///< every other step: our own one-thread-per-element kernel
+  kNumKernels,
+};
+
+/// "none", "im2col-imma", "imma", "direct-qconv", "im2col-gemm", "im2col-gemm-fp16", "gemm",
+/// "direct-conv", "alias", "index" (for reports; plans store the number).
+absl::string_view CudaKernelName(CudaKernel kernel);
+
 /// One kernel invocation. `kind` is a kernel kind the lowering defines (the format stores only the
 /// number); parameters are positional `ints`/`floats`; large per-channel arrays live in weights.
 struct PlanStep {
@@ -63,6 +87,7 @@ struct PlanStep {
   std::vector<int32_t> outputs;
   std::vector<int64_t> ints;
   std::vector<float> floats;
+  CudaKernel cuda_kernel = CudaKernel::kNone;  ///< a "cuda" plan's kernel choice
 };
 
 /// A named model input or output and the buffer that holds it.
@@ -108,7 +133,7 @@ class WeightSection {
 /// A compiled model: the kernel graph over numbered buffers, the I/O bindings, the weights, and
 /// free-form metadata (fingerprint, qcc version, precision, calibration method...).
 struct Plan {
-  std::string target = "cpu";  ///< "cpu" or "cuda": the backend the steps were lowered for
+  std::string target = "cpu";  ///< "cpu" or kCudaTarget: the backend the steps were lowered for
   int64_t batch_min = 1;
   int64_t batch_max = 1;
   uint64_t arena_bytes = 0;  ///< arena size at batch_max

@@ -142,10 +142,13 @@ absl::Status InspectPlanCommand(const std::string& path) {
                                                                            : "fp32";
     std::printf("%4zu  %-18s %-9s %-44s %s %s\n", s, kernel.c_str(), precision, step.name.c_str(),
                 out.name.c_str(), Shape(out).c_str());
-    // A cuda plan records the CUDA kernel of every step (backend_cuda/lowering.h).
-    const auto cuda_kernel = plan.metadata.find(absl::StrCat("cuda.kernel.", s));
-    if (cuda_kernel != plan.metadata.end()) {
-      std::printf("      cuda: %s\n", cuda_kernel->second.c_str());
+    // A cuda plan records the CUDA kernel of every step, and describes it in its metadata
+    // (backend_cuda/lowering.h).
+    if (step.cuda_kernel != runtime::CudaKernel::kNone) {
+      const auto about = plan.metadata.find(absl::StrCat("cuda.kernel.", s));
+      std::printf("      cuda: %s%s\n",
+                  std::string(runtime::CudaKernelName(step.cuda_kernel)).c_str(),
+                  about != plan.metadata.end() ? absl::StrCat(" ", about->second).c_str() : "");
     }
   }
   std::map<std::string, uint64_t> bytes;

@@ -180,9 +180,9 @@ class DevicePrepareContext {
   absl::StatusOr<P> Decode() const {
     return DecodeParams<P>(step());
   }
-  /// The compiler's recorded choice for this step (metadata "cuda.kernel.<i>", first word), or
-  /// "" when the plan records none. Advisory only.
-  std::string RecordedKernel() const;
+  /// The compiler's choice for this step (PlanStep::cuda_kernel): kNone in a plan of another
+  /// target, which the CUDA runtime also runs, choosing by the step's shape.
+  CudaKernel RecordedKernel() const { return step().cuda_kernel; }
   /// Unimplemented naming the step.
   absl::Status Unimplemented(absl::string_view what) const;
   /// An error naming the step (for upload failures).
@@ -275,11 +275,10 @@ absl::Status Launch(const DeviceRunContext& c, int64_t n, const BodyArgs<Body>& 
 ::qcc::cuda::ConvDims ConvDimsOf(const ConvGeometry& g, const PlanBuffer& x, const PlanBuffer& w,
                                  const PlanBuffer& y);
 
-/// True when the conv step runs as im2col + GEMM: the compiler's recorded choice
-/// (`gemm_token` or `direct_token`, backend_cuda/lowering.h) when there is one, else group 1
-/// (a grouped or depthwise conv's small reduction per output would waste a GEMM).
-bool ConvRunsAsGemm(const DevicePrepareContext& c, absl::string_view gemm_token,
-                    absl::string_view direct_token, int64_t group);
+/// True when the conv step runs as im2col + GEMM: the compiler's recorded choice (an im2col or
+/// a direct kernel, backend_cuda/lowering.h) when there is one, else group 1 (a grouped or
+/// depthwise conv's small reduction per output would waste a GEMM).
+bool ConvRunsAsGemm(CudaKernel recorded, int64_t group);
 
 /// Scratch of an im2col + GEMM conv at `batch`: the im2col matrix (`b_elem` bytes an element)
 /// and the accumulators (`c_elem` bytes), each 256-byte aligned.

@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "kernels/cuda/cublaslt_api.h"
 #include "runtime/cuda/device_steps.h"
 #include "runtime/step_exec.h"
@@ -88,13 +87,6 @@ int64_t ElementsAt(const PlanBuffer& b, int64_t batch) {
   int64_t n = 1;
   for (size_t a = 0; a < b.dims.size(); ++a) n *= ExtentAt(b, a, batch);
   return n;
-}
-
-std::string DevicePrepareContext::RecordedKernel() const {
-  const auto it = plan_.metadata.find(absl::StrCat("cuda.kernel.", index_));
-  if (it == plan_.metadata.end()) return "";
-  const std::vector<std::string> words = absl::StrSplit(it->second, ' ', absl::SkipEmpty());
-  return words.empty() ? "" : words[0];
 }
 
 std::vector<int64_t> DevicePrepareContext::GemmBatches() const {
@@ -182,10 +174,13 @@ const DeviceStepRegistry& DeviceSteps() {
   return d;
 }
 
-bool ConvRunsAsGemm(const DevicePrepareContext& c, absl::string_view gemm_token,
-                    absl::string_view direct_token, int64_t group) {
-  const std::string recorded = c.RecordedKernel();
-  return recorded == gemm_token || (recorded != direct_token && group == 1);
+bool ConvRunsAsGemm(CudaKernel recorded, int64_t group) {
+  if (recorded == CudaKernel::kIm2colImma || recorded == CudaKernel::kIm2colGemm ||
+      recorded == CudaKernel::kIm2colHalfGemm) {
+    return true;
+  }
+  if (recorded == CudaKernel::kDirectQConv || recorded == CudaKernel::kDirectConv) return false;
+  return group == 1;
 }
 
 uint64_t ConvGemmScratch(const ::qcc::cuda::ConvDims& d, const ::qcc::cuda::ConvGemmShape& shape,

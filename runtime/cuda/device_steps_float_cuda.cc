@@ -109,9 +109,10 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareConte
   ConvState s;
   s.d = ConvDimsOf(p.geometry, c.input(0), w, c.output(0));
   s.activation = p.activation;
-  s.gemm = ConvRunsAsGemm(c, "im2col-gemm", "direct-conv", p.geometry.group);
-  const auto precision = c.plan().metadata.find("precision");
-  s.half = s.gemm && precision != c.plan().metadata.end() && precision->second == "fp16";
+  s.gemm = ConvRunsAsGemm(c.RecordedKernel(), p.geometry.group);
+  // The compiler chose an fp16 GEMM for weights it saw as fp16 (a plan of another target, run
+  // here, gets fp32 GEMMs: its weights arrive widened).
+  s.half = c.RecordedKernel() == CudaKernel::kIm2colHalfGemm;
   if (s.half) {
     // The widened weights are fp16 values, so packing them as fp16 is exact.
     s.shape = kc::MakeConvGemmShape(s.d.k, w.dims[1], s.d.r, s.d.s, s.d.group, kc::kHalfGemmAlign);
@@ -125,8 +126,11 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareConte
     s.shape = kc::MakeConvGemmShape(s.d.k, w.dims[1], s.d.r, s.d.s, s.d.group, kc::kFloatGemmAlign);
     QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::FloatConvGemm));
   }
-  const std::string kernel = s.gemm ? "im2col-gemm" : "direct-conv";
-  return MakeDeviceStep<ConvState>(s, EnqueueConv, ConvScratch, kernel);
+  const CudaKernel kernel = s.half   ? CudaKernel::kIm2colHalfGemm
+                            : s.gemm ? CudaKernel::kIm2colGemm
+                                     : CudaKernel::kDirectConv;
+  return MakeDeviceStep<ConvState>(s, EnqueueConv, ConvScratch,
+                                   std::string(CudaKernelName(kernel)));
 }
 
 // ---- Gemm ----

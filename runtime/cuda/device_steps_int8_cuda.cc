@@ -134,7 +134,7 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareQConv(const DevicePrepareCont
   s.zp_out = static_cast<int32_t>(p.zp_out);
   s.lo = static_cast<int32_t>(p.lo);
   s.hi = static_cast<int32_t>(p.hi);
-  s.gemm = ConvRunsAsGemm(c, "im2col-imma", "direct-qconv", p.geometry.group);
+  s.gemm = ConvRunsAsGemm(c.RecordedKernel(), p.geometry.group);
   if (s.gemm) {
     s.shape = kc::MakeConvGemmShape(s.d.k, w.dims[1], s.d.r, s.d.s, s.d.group, kc::kInt8GemmAlign);
     const std::vector<int8_t> packed =

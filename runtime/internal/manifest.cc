@@ -175,6 +175,24 @@ bool GetSteps(ByteReader& r, std::vector<PlanStep>* steps) {
   return true;
 }
 
+// A "cuda" plan's kernel choices: a u32 count (the number of steps), then one u8 each.
+bool GetCudaKernels(ByteReader& r, std::vector<PlanStep>* steps) {
+  uint32_t n = 0;
+  if (!r.Count(&n, 1)) return false;
+  if (n != steps->size()) {
+    return r.Fail(absl::StrCat(n, " CUDA kernel choices for ", steps->size(), " steps"));
+  }
+  for (PlanStep& s : *steps) {
+    uint8_t k = 0;
+    if (!r.U8(&k)) return false;
+    if (k == 0 || k >= static_cast<uint8_t>(CudaKernel::kNumKernels)) {
+      return r.Fail(absl::StrCat("invalid CUDA kernel ", k));
+    }
+    s.cuda_kernel = static_cast<CudaKernel>(k);
+  }
+  return true;
+}
+
 bool GetMetadata(ByteReader& r, std::map<std::string, std::string>* metadata) {
   uint32_t n = 0;
   if (!r.Count(&n, 2 * kMinString)) return false;
@@ -315,6 +333,10 @@ std::string EncodeManifest(const Plan& plan) {
   }
   PutBindings(w, plan.inputs);
   PutBindings(w, plan.outputs);
+  if (plan.target == kCudaTarget) {
+    w.U32(static_cast<uint32_t>(plan.steps.size()));
+    for (const PlanStep& s : plan.steps) w.U8(static_cast<uint8_t>(s.cuda_kernel));
+  }
   return w.Take();
 }
 
@@ -326,6 +348,7 @@ absl::Status DecodeManifest(const uint8_t* data, size_t size, absl::string_view 
                   GetMetadata(r, &plan->metadata) && GetWeights(r, &plan->weights) &&
                   GetBuffers(r, &plan->buffers) && GetSteps(r, &plan->steps) &&
                   GetBindings(r, &plan->inputs) && GetBindings(r, &plan->outputs) &&
+                  (plan->target != kCudaTarget || GetCudaKernels(r, &plan->steps)) &&
                   (r.remaining() == 0 || r.Fail("trailing bytes"));
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(

@@ -11,6 +11,7 @@
 #include "ir/verifier.h"
 #include "runtime/engine.h"
 #include "runtime/plan_format.h"
+#include "runtime/steps.h"
 #include "support/tensor.h"
 
 namespace qcc::builder {
@@ -65,6 +66,20 @@ TEST(BuildTest, EveryPrecisionAndTargetGivesAPlanWithItsMetadata) {
       EXPECT_EQ(r->plan.batch_min, 1);  // a dynamic batch: 1 to 32
       EXPECT_EQ(r->plan.batch_max, 32);
       EXPECT_EQ(r->plan.metadata.count("cuda.kernel.0"), target == Target::kCuda ? 1u : 0u);
+      // The CUDA kernel choices are typed fields of the steps: the conv's, by precision.
+      const runtime::CudaKernel conv_kernel =
+          precision == Precision::kInt8   ? runtime::CudaKernel::kIm2colImma
+          : precision == Precision::kFp16 ? runtime::CudaKernel::kIm2colHalfGemm
+                                          : runtime::CudaKernel::kIm2colGemm;
+      int convs = 0;
+      for (const runtime::PlanStep& s : r->plan.steps) {
+        const auto kind = static_cast<runtime::StepKind>(s.kind);
+        if (kind != runtime::StepKind::kConv && kind != runtime::StepKind::kQConv) continue;
+        ++convs;
+        EXPECT_EQ(s.cuda_kernel,
+                  target == Target::kCuda ? conv_kernel : runtime::CudaKernel::kNone);
+      }
+      EXPECT_EQ(convs, 1);
       ASSERT_NE(r->graph, nullptr);
       // The conv and its relu fused, in int8 when asked.
       EXPECT_EQ(r->decision.int8.size(), precision == Precision::kInt8 ? 1u : 0u);

@@ -104,10 +104,10 @@ TEST(CudaEngineGpuTest, QuantizeDequantizeRequantize) {
       /*exact=*/true);
 }
 
-/// One QConv step: x i8 [-1, c, h, w], w [k, c/group, r, s]; `recorded` (if not empty) is
-/// written as the plan's "cuda.kernel.0".
+/// One QConv step: x i8 [-1, c, h, w], w [k, c/group, r, s]; `recorded` (if not kNone) is
+/// the step's kernel choice, in a plan for target "cuda".
 Plan QConvPlan(int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
-               const ConvGeometry& g, const std::string& recorded, uint64_t seed) {
+               const ConvGeometry& g, CudaKernel recorded, uint64_t seed) {
   PlanBuilder b(1, 3);
   const int32_t x = b.Input("x", kI8, {-1, c, h, w});
   const int32_t wt = b.Weight("w", kI8, {k, c / g.group, r, s},
@@ -124,7 +124,10 @@ Plan QConvPlan(int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
   p.lo = -100;
   p.hi = 120;
   b.Step(StepKind::kQConv, "qconv", {x, wt, bias, mult}, {y}, p);
-  if (!recorded.empty()) b.plan().metadata["cuda.kernel.0"] = recorded + " (test)";
+  if (recorded != CudaKernel::kNone) {
+    b.plan().target = std::string(kCudaTarget);
+    b.plan().steps[0].cuda_kernel = recorded;
+  }
   return b.plan();
 }
 
@@ -142,24 +145,26 @@ TEST(CudaEngineGpuTest, QConvIm2colImmaAndDirect) {
   struct Case {
     int64_t c, h, w, k, r, s;
     ConvGeometry g;
-    std::string recorded;
+    CudaKernel recorded;
   };
   ConvGeometry asym = Geometry(2, 1, 1, 1);
   asym.pad_bottom = 0;
   asym.stride_w = 1;
   const Case cases[] = {
-      {5, 9, 11, 6, 3, 3, Geometry(2, 1, 1, 1), ""},              // im2col-imma, odd sizes
-      {3, 8, 8, 8, 1, 1, Geometry(1, 0, 1, 1), ""},               // 1x1
-      {7, 10, 9, 5, 3, 2, asym, ""},                              // asymmetric
-      {4, 7, 7, 4, 3, 3, Geometry(1, 1, 1, 4), ""},               // depthwise: direct
-      {4, 9, 9, 6, 3, 3, Geometry(1, 2, 2, 2), ""},               // grouped, dilated: direct
-      {4, 9, 9, 6, 3, 3, Geometry(1, 2, 2, 2), "im2col-imma"},    // grouped on batched IMMA
-      {5, 9, 11, 6, 3, 3, Geometry(2, 1, 1, 1), "direct-qconv"},  // group 1 direct
+      {5, 9, 11, 6, 3, 3, Geometry(2, 1, 1, 1), CudaKernel::kNone},  // im2col-imma, odd sizes
+      {3, 8, 8, 8, 1, 1, Geometry(1, 0, 1, 1), CudaKernel::kNone},   // 1x1
+      {7, 10, 9, 5, 3, 2, asym, CudaKernel::kNone},                  // asymmetric
+      {4, 7, 7, 4, 3, 3, Geometry(1, 1, 1, 4), CudaKernel::kNone},   // depthwise: direct
+      {4, 9, 9, 6, 3, 3, Geometry(1, 2, 2, 2), CudaKernel::kNone},   // grouped, dilated: direct
+      // grouped on batched IMMA; group 1 direct
+      {4, 9, 9, 6, 3, 3, Geometry(1, 2, 2, 2), CudaKernel::kIm2colImma},
+      {5, 9, 11, 6, 3, 3, Geometry(2, 1, 1, 1), CudaKernel::kDirectQConv},
   };
   uint64_t seed = 10;
   for (const Case& t : cases) {
-    SCOPED_TRACE(::testing::Message() << "conv c" << t.c << " k" << t.k << " " << t.r << "x" << t.s
-                                      << " group " << t.g.group << " " << t.recorded);
+    SCOPED_TRACE(::testing::Message()
+                 << "conv c" << t.c << " k" << t.k << " " << t.r << "x" << t.s << " group "
+                 << t.g.group << " " << CudaKernelName(t.recorded));
     const Plan plan = QConvPlan(t.c, t.h, t.w, t.k, t.r, t.s, t.g, t.recorded, seed += 10);
     ExpectGpuMatchesCpu(plan, [&](int64_t n) {
       return std::vector<Tensor>{RandomInt8({n, t.c, t.h, t.w}, seed + 5)};
@@ -359,10 +364,12 @@ TEST(CudaEngineGpuTest, Fp16PlanConvRunsOnHalfGemmWithFp32Accumulation) {
   p.geometry = Geometry(1, 1, 1, 1);
   b.Step(StepKind::kConv, "conv", {x, wt, bias}, {y}, p);
   Plan plan = b.plan();
-  plan.metadata["precision"] = "fp16";
+  // The compiler records the fp16 GEMM for a conv of fp16 weights (the engine sees them widened).
+  plan.target = std::string(kCudaTarget);
+  plan.steps[0].cuda_kernel = CudaKernel::kIm2colHalfGemm;
   std::shared_ptr<const CudaEngine> engine = MakeCudaEngine(plan);
   ASSERT_NE(engine, nullptr);
-  EXPECT_EQ(engine->step_kernel(0), "im2col-gemm");
+  EXPECT_EQ(engine->step_kernel(0), "im2col-gemm-fp16");
   ExpectGpuMatchesCpu(plan, [&](int64_t n) {
     Tensor t = RandomFloat({n, c, h, w}, 97);
     float* d = t.data<float>();

@@ -201,6 +201,14 @@ TEST_F(PlanFormatTest, ValidationNamesTheBrokenInvariant) {
       {"invalid name", [](Plan& p) { p.inputs[0].name = ""; }},
       {"invalid metadata", [](Plan& p) { p.metadata[""] = "x"; }},
       {"invalid target", [](Plan& p) { p.target = ""; }},
+      {"CUDA kernel 4 in a plan for target 'cpu'",
+       [](Plan& p) { p.steps[0].cuda_kernel = CudaKernel::kIm2colGemm; }},
+      {"CUDA kernel 0 in a plan for target 'cuda'", [](Plan& p) { p.target = "cuda"; }},
+      {"CUDA kernel 10 in a plan for target 'cuda'",
+       [](Plan& p) {
+         p.target = "cuda";
+         for (PlanStep& s : p.steps) s.cuda_kernel = CudaKernel::kNumKernels;
+       }},
   };
   for (const Case& c : cases) {
     Plan p = MakeTestPlan();
@@ -209,6 +217,51 @@ TEST_F(PlanFormatTest, ValidationNamesTheBrokenInvariant) {
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << c.expect;
     EXPECT_THAT(s.status().message(), HasSubstr(c.expect));
   }
+}
+
+// A "cuda" plan stores each step's kernel choice after the bindings (one byte each); a plan of
+// another target stores none, so its bytes do not depend on the field.
+TEST_F(PlanFormatTest, CudaKernelChoicesRoundTripInCudaPlansOnly) {
+  const Plan cpu = MakeTestPlan();
+  Plan cuda = cpu;
+  cuda.target = "cuda";
+  for (size_t i = 0; i < cuda.steps.size(); ++i) {
+    cuda.steps[i].cuda_kernel = i % 2 == 0 ? CudaKernel::kIm2colHalfGemm : CudaKernel::kIndex;
+  }
+  absl::StatusOr<std::string> cpu_bytes = SerializePlan(cpu);
+  absl::StatusOr<std::string> cuda_bytes = SerializePlan(cuda);
+  ASSERT_TRUE(cpu_bytes.ok()) << cpu_bytes.status();
+  ASSERT_TRUE(cuda_bytes.ok()) << cuda_bytes.status();
+  absl::StatusOr<Plan> back = ParsePlanBytes(*cuda_bytes, "cuda");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ExpectPlansEqual(cuda, *back);
+  // The target name grows by 1 byte, the section by 4 + one per step (both before the weights'
+  // 64-byte padding, so compare the manifest sizes in the headers).
+  uint64_t cpu_manifest = 0, cuda_manifest = 0;
+  std::memcpy(&cpu_manifest, cpu_bytes->data() + 16, 8);
+  std::memcpy(&cuda_manifest, cuda_bytes->data() + 16, 8);
+  EXPECT_EQ(cuda_manifest, cpu_manifest + 1 + 4 + cuda.steps.size());
+}
+
+TEST_F(PlanFormatTest, InvalidCudaKernelByteIsACorruptPlan) {
+  Plan cuda = MakeTestPlan();
+  cuda.target = "cuda";
+  for (PlanStep& s : cuda.steps) s.cuda_kernel = CudaKernel::kGemm;
+  absl::StatusOr<std::string> bytes = SerializePlan(cuda);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  uint64_t manifest = 0;
+  std::memcpy(&manifest, bytes->data() + 16, 8);
+  // The manifest's last byte is the last step's kernel; 200 names none (the CRC is rewritten so
+  // that the manifest decoder, not the checksum, rejects it).
+  std::string bad = *bytes;
+  const size_t last = kPlanHeaderBytes + manifest - 1;
+  ASSERT_EQ(static_cast<uint8_t>(bad[last]), static_cast<uint8_t>(CudaKernel::kGemm));
+  bad[last] = static_cast<char>(200);
+  const uint32_t crc = PlanChecksum(reinterpret_cast<const uint8_t*>(bad.data()), bad.size() - 4);
+  std::memcpy(&bad[bad.size() - 4], &crc, 4);
+  absl::StatusOr<Plan> back = ParsePlanBytes(bad, "bad.plan");
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(back.status().message(), HasSubstr("invalid CUDA kernel 200"));
 }
 
 TEST_F(PlanFormatTest, EmptyPlanRoundTrips) {

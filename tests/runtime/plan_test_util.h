@@ -95,6 +95,7 @@ inline void ExpectPlansEqual(const Plan& a, const Plan& b) {
     EXPECT_EQ(a.steps[i].outputs, b.steps[i].outputs);
     EXPECT_EQ(a.steps[i].ints, b.steps[i].ints);
     EXPECT_EQ(FloatBits(a.steps[i].floats), FloatBits(b.steps[i].floats));
+    EXPECT_EQ(a.steps[i].cuda_kernel, b.steps[i].cuda_kernel);
   }
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
   for (size_t i = 0; i < a.inputs.size(); ++i) {

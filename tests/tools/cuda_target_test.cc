@@ -81,7 +81,7 @@ TEST_F(CudaTargetTest, Fp16PlanRunsLikeTheCpuPlanOnTheCpuRuntime) {
       Qcc({"compile", Resnet20Model(), "--fp16", "--target", "cuda", "-o", Path("cuda.plan")});
   ASSERT_EQ(cuda.exit_code, 0) << cuda.err;
   const QccResult inspect = Qcc({"inspect", Path("cuda.plan")});
-  EXPECT_EQ(CountCudaKernel(inspect.out, "im2col-gemm"), 19) << inspect.out;
+  EXPECT_EQ(CountCudaKernel(inspect.out, "im2col-gemm-fp16"), 19) << inspect.out;
   EXPECT_NE(inspect.out.find("cuBLASLt fp16 GEMM with fp32 accumulation"), std::string::npos)
       << inspect.out;
   const std::string want = RunOutput(Path("cpu.plan"), 0, Path("out_cpu"));
@@ -100,7 +100,7 @@ TEST_F(CudaTargetTest, DepthwiseConvsRecordTheDirectKernel) {
   const QccResult inspect = Qcc({"inspect", Path("p.plan")});
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
   EXPECT_EQ(CountCudaKernel(inspect.out, "direct-conv"), 11) << inspect.out;
-  EXPECT_EQ(CountCudaKernel(inspect.out, "im2col-gemm"), 42) << inspect.out;
+  EXPECT_EQ(CountCudaKernel(inspect.out, "im2col-gemm-fp16"), 42) << inspect.out;
   EXPECT_EQ(CountCudaKernel(inspect.out, "gemm"), 1) << inspect.out;
   EXPECT_NE(inspect.out.find("direct-conv fp32 (fp16 weights widened at load) NCHW, group 8:"),
             std::string::npos)
