@@ -25,14 +25,6 @@ std::string Describe(DType dtype, absl::Span<const int64_t> dims) {
   return absl::StrCat(DTypeName(dtype), " [", absl::StrJoin(parts, ","), "]");
 }
 
-// 64-byte aligned, uninitialised storage; nullptr when the allocation fails.
-std::shared_ptr<uint8_t> AllocateAligned(uint64_t bytes) {
-  const uint64_t rounded = (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (p == nullptr) return nullptr;
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-}
-
 /// fp16 plans store their float weights as f16; the CPU computes in fp32 from that storage, so
 /// every f16 weight buffer is widened to f32 once, here (the steps then see f32 weights). The
 /// widened copies are appended to the plan's weight section (a mapped section is copied first).
@@ -247,7 +239,7 @@ absl::Status ExecutionContext::Reserve(std::shared_ptr<uint8_t>& storage, uint64
   const uint64_t held = arena_capacity_ + scratch_capacity_ - capacity;
   QCC_RETURN_IF_ERROR(
       CheckMemory(bytes, held, engine_->max_memory_, "the execution context's memory"));
-  storage = AllocateAligned(bytes);
+  storage = AllocatePlanAligned(bytes);
   capacity = storage == nullptr ? 0 : bytes;
   if (storage == nullptr) {
     return absl::ResourceExhaustedError(

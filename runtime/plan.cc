@@ -1,5 +1,7 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <utility>
@@ -9,8 +11,6 @@
 
 namespace qcc::runtime {
 namespace {
-
-uint64_t AlignUp(uint64_t n) { return (n + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment; }
 
 bool ValidName(absl::string_view name) {
   return name.size() <= kMaxPlanNameBytes && name.find('\0') == absl::string_view::npos;
@@ -171,15 +171,15 @@ WeightSection WeightSection::View(std::shared_ptr<const void> owner, const uint8
 
 uint64_t WeightSection::Append(const void* bytes, uint64_t nbytes) {
   if (view_ != nullptr) {
-    owned_.assign(AlignUp(view_size_) / kPlanAlignment, Block{});
+    owned_.assign(AlignToPlan(view_size_) / kPlanAlignment, Block{});
     if (view_size_ != 0) std::memcpy(owned_.data(), view_, view_size_);
     owned_size_ = view_size_;
     view_ = nullptr;
     view_size_ = 0;
     owner_.reset();
   }
-  const uint64_t offset = AlignUp(owned_size_);
-  owned_.resize(AlignUp(offset + nbytes) / kPlanAlignment, Block{});
+  const uint64_t offset = AlignToPlan(owned_size_);
+  owned_.resize(AlignToPlan(offset + nbytes) / kPlanAlignment, Block{});
   if (nbytes != 0) std::memcpy(reinterpret_cast<uint8_t*>(owned_.data()) + offset, bytes, nbytes);
   owned_size_ = offset + nbytes;
   return offset;
@@ -239,6 +239,12 @@ absl::Status ValidatePlan(const Plan& plan, absl::string_view source) {
   }
   if (absl::Status s = CheckBindings(plan, /*outputs=*/false, c); !s.ok()) return s;
   return CheckBindings(plan, /*outputs=*/true, c);
+}
+
+std::shared_ptr<uint8_t> AllocatePlanAligned(uint64_t bytes) {
+  void* p = std::aligned_alloc(kPlanAlignment, std::max(AlignToPlan(bytes), kPlanAlignment));
+  if (p == nullptr) return nullptr;
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
 absl::string_view CudaKernelName(CudaKernel kernel) {

@@ -19,6 +19,13 @@ namespace qcc::runtime {
 
 /// Alignment of every weight in the weights section and of every arena offset, in bytes.
 inline constexpr uint64_t kPlanAlignment = 64;
+/// `n` rounded up to a multiple of kPlanAlignment.
+inline constexpr uint64_t AlignToPlan(uint64_t n) {
+  return (n + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
+}
+/// kPlanAlignment-aligned, uninitialised heap storage for `bytes` bytes (one block when 0);
+/// nullptr when the allocation fails.
+std::shared_ptr<uint8_t> AllocatePlanAligned(uint64_t bytes);
 /// Limits a valid plan stays within (they bound what a corrupt file can make a reader allocate).
 inline constexpr size_t kMaxPlanRank = 32;
 inline constexpr size_t kMaxPlanNameBytes = 65535;

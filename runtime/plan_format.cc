@@ -25,8 +25,6 @@ constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 40;
 constexpr uint64_t kMaxWeightsBytes = uint64_t{1} << 60;
 constexpr absl::string_view kRecompile = "copy the file again or recompile the model";
 
-uint64_t AlignUp(uint64_t n) { return (n + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment; }
-
 uint64_t Load(const uint8_t* p, int n) {
   uint64_t x = 0;
   for (int i = 0; i < n; ++i) x |= static_cast<uint64_t>(p[i]) << (8 * i);
@@ -46,12 +44,6 @@ absl::Status Truncated(absl::string_view source, uint64_t expected, uint64_t siz
                                       expected, " bytes, file has ", size, "; ", kRecompile));
 }
 
-// 64-byte aligned heap storage for `size` bytes (a 64-byte block when size is 0).
-std::shared_ptr<uint8_t> AllocateAligned(size_t size) {
-  void* p = std::aligned_alloc(kPlanAlignment, std::max<uint64_t>(AlignUp(size), kPlanAlignment));
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-}
-
 using Sink = absl::FunctionRef<absl::Status(const uint8_t*, size_t)>;
 
 // Validates `plan` and hands its file bytes to `sink` in order.
@@ -60,7 +52,7 @@ absl::Status EmitPlan(const Plan& plan, absl::string_view destination, Sink sink
     return absl::InvalidArgumentError(absl::StrCat("cannot write ", s.message()));
   }
   const std::string manifest = internal::EncodeManifest(plan);
-  const uint64_t weights_offset = AlignUp(kPlanHeaderBytes + manifest.size());
+  const uint64_t weights_offset = AlignToPlan(kPlanHeaderBytes + manifest.size());
   const uint64_t weights_size = plan.weight_data.size();
   uint8_t header[kPlanHeaderBytes] = {};
   std::memcpy(header, kPlanMagic, sizeof(kPlanMagic));
@@ -120,7 +112,7 @@ absl::Status CheckFrame(const uint8_t* b, uint64_t size, absl::string_view sourc
   bool reserved_zero = Load(b + 12, 4) == 0;
   for (size_t i = 48; i < kPlanHeaderBytes; ++i) reserved_zero = reserved_zero && b[i] == 0;
   if (!reserved_zero || *manifest_size > kMaxManifestBytes || *weights_size > kMaxWeightsBytes ||
-      *weights_offset != AlignUp(kPlanHeaderBytes + *manifest_size) ||
+      *weights_offset != AlignToPlan(kPlanHeaderBytes + *manifest_size) ||
       file_size != *weights_offset + *weights_size + kChecksumBytes) {
     return Invalid(source,
                    absl::StrCat("corrupt plan header (inconsistent section sizes); ", kRecompile));
@@ -240,7 +232,11 @@ absl::StatusOr<Plan> ParsePlan(std::shared_ptr<const uint8_t> bytes, size_t size
 }
 
 absl::StatusOr<Plan> ParsePlanBytes(absl::string_view bytes, absl::string_view source) {
-  std::shared_ptr<uint8_t> copy = AllocateAligned(bytes.size());
+  std::shared_ptr<uint8_t> copy = AllocatePlanAligned(bytes.size());
+  if (copy == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(source, ": cannot allocate ", bytes.size(), " bytes for the plan"));
+  }
   if (!bytes.empty()) std::memcpy(copy.get(), bytes.data(), bytes.size());
   return ParsePlan(std::move(copy), bytes.size(), source);
 }
