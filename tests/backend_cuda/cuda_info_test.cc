@@ -27,7 +27,9 @@ TEST(CudaInfo, DeviceCountIsSafeWithoutADevice) {
     EXPECT_GE(n, 1);
   }
   int result = 0;
-  if (n == 0) EXPECT_FALSE(RunToolchainProbe(41, &result));
+  if (n == 0) {
+    EXPECT_FALSE(RunToolchainProbe(41, &result));
+  }
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST_F(HostileModelsTest, APlanClaimingATerabyteArenaIsRefusedBeforeAllocating) 
   plan->arena_bytes = uint64_t{1} << 40;
   ASSERT_TRUE(runtime::WritePlan(*plan, Path("huge.plan")).ok());
   ASSERT_TRUE(WriteNpy(Path("x.npy"), Tensor(DType::kFloat32, {2, 4})).ok());
-  for (const std::string& command : {"run", "bench"}) {
+  for (const std::string command : {"run", "bench"}) {
     SCOPED_TRACE(command);
     std::vector<std::string> args = {command, Path("huge.plan")};
     if (command == "run") {
