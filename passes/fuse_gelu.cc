@@ -15,11 +15,6 @@
 namespace qcc::passes {
 namespace {
 
-bool InputIs(const ir::Node& n, int i, float c) {
-  const std::optional<float> v = fuse::ScalarF32(n.input(i));
-  return v && fuse::NearlyEqual(*v, c);
-}
-
 /// The input of a binary `n` that is not `v` when one of them is `v`; nullptr otherwise.
 ir::Value* OtherInput(const ir::Node& n, const ir::Value* v) {
   if (n.input(0) == v) return n.input(1);
@@ -38,37 +33,39 @@ bool PlainAdd(const ir::Node* n) {
   return n != nullptr && n->attrs<ir::AddAttrs>().activation == ir::Activation::kNone;
 }
 
-struct Match {
+struct GeluMatch {
   ir::Value* x = nullptr;
   ir::Node* top = nullptr;
   std::vector<ir::Node*> nodes;  // from the result up
 };
 
-std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* erf) {
+std::optional<GeluMatch> MatchGeluAt(const ir::Graph& graph, ir::Node* erf) {
   constexpr float kSqrt2 = 1.41421356f, kInvSqrt2 = 0.70710678f;
   ir::Node* scale = erf->input(0)->producer();
   if (scale == nullptr || !fuse::HasSingleUse(graph, erf->input(0))) return std::nullopt;
   ir::Value* x = nullptr;
-  if (scale->kind() == ir::OpKind::kDiv && InputIs(*scale, 1, kSqrt2)) {
+  if (scale->kind() == ir::OpKind::kDiv && fuse::InputIsScalar(*scale, 1, kSqrt2)) {
     x = scale->input(0);
   } else if (scale->kind() == ir::OpKind::kMul) {
-    if (InputIs(*scale, 1, kInvSqrt2)) x = scale->input(0);
-    if (InputIs(*scale, 0, kInvSqrt2)) x = scale->input(1);
+    if (fuse::InputIsScalar(*scale, 1, kInvSqrt2)) x = scale->input(0);
+    if (fuse::InputIsScalar(*scale, 0, kInvSqrt2)) x = scale->input(1);
   }
   if (x == nullptr || !IsFloat(x->dtype())) return std::nullopt;
   ir::Node* add = SoleUser(graph, erf->output(0), ir::OpKind::kAdd);
   if (!PlainAdd(add)) return std::nullopt;
   ir::Value* one = OtherInput(*add, erf->output(0));
-  if (one == nullptr || !InputIs(*add, add->input(0) == one ? 0 : 1, 1.0f)) return std::nullopt;
+  if (one == nullptr || !fuse::InputIsScalar(*add, add->input(0) == one ? 0 : 1, 1.0f)) {
+    return std::nullopt;
+  }
   ir::Node* m1 = SoleUser(graph, add->output(0), ir::OpKind::kMul);
   if (m1 == nullptr) return std::nullopt;
   ir::Value* other = OtherInput(*m1, add->output(0));
-  Match m;
+  GeluMatch m;
   m.x = x;
   const std::vector<ir::Node*> core = {m1, add, erf, scale};
   auto half = [&](const ir::Node& n, const ir::Value* v) {
     ir::Value* o = OtherInput(n, v);
-    return o != nullptr && InputIs(n, n.input(0) == o ? 0 : 1, 0.5f);
+    return o != nullptr && fuse::InputIsScalar(n, n.input(0) == o ? 0 : 1, 0.5f);
   };
   if (other == x) {  // (x * a) * 0.5
     ir::Node* m2 = SoleUser(graph, m1->output(0), ir::OpKind::kMul);
@@ -101,7 +98,7 @@ class FuseGeluPass : public Pass {
     const std::vector<ir::Node*> erfs = fuse::NodesOfKind(graph, {ir::OpKind::kErf});
     bool changed = false;
     for (ir::Node* erf : erfs) {
-      std::optional<Match> m = MatchAt(graph, erf);
+      std::optional<GeluMatch> m = MatchGeluAt(graph, erf);
       // One-element constants of higher rank would broadcast x: the Gelu must give its type.
       if (!m || !(m->top->output(0)->type() == m->x->type())) continue;
       ir::Value* out = m->top->output(0);

@@ -19,30 +19,17 @@ namespace {
 constexpr float kSixth = 1.0f / 6.0f;
 
 /// A matched pattern: its input and the nodes it replaces (the last one produces its result).
-struct Match {
+struct HardSwishMatch {
   ir::Value* x = nullptr;
   std::vector<ir::Node*> nodes;
 };
 
-/// The producer of `v` when it is of `kind` and `v` is used only once (inside the pattern).
-ir::Node* SoleProducer(const ir::Graph& graph, const ir::Value* v, ir::OpKind kind) {
-  ir::Node* p = v->producer();
-  if (p == nullptr || p->kind() != kind || !fuse::HasSingleUse(graph, v)) return nullptr;
-  return p;
-}
-
-/// True when input `i` of `n` is a scalar float constant equal to `c`.
-bool InputIs(const ir::Node& n, int i, float c) {
-  const std::optional<float> v = fuse::ScalarF32(n.input(i));
-  return v && fuse::NearlyEqual(*v, c);
-}
-
 /// If `n` is u / 6 or u * (1/6) (either order), returns u.
 ir::Value* SixthOf(const ir::Node& n) {
-  if (n.kind() == ir::OpKind::kDiv && InputIs(n, 1, 6.0f)) return n.input(0);
+  if (n.kind() == ir::OpKind::kDiv && fuse::InputIsScalar(n, 1, 6.0f)) return n.input(0);
   if (n.kind() == ir::OpKind::kMul) {
-    if (InputIs(n, 1, kSixth)) return n.input(0);
-    if (InputIs(n, 0, kSixth)) return n.input(1);
+    if (fuse::InputIsScalar(n, 1, kSixth)) return n.input(0);
+    if (fuse::InputIsScalar(n, 0, kSixth)) return n.input(1);
   }
   return nullptr;
 }
@@ -51,15 +38,15 @@ ir::Value* SixthOf(const ir::Node& n) {
 /// appends the Clip and Add nodes to `nodes`.
 bool IsRelu6OfXPlus3(const ir::Graph& graph, const ir::Value* clip, const ir::Value* x,
                      std::vector<ir::Node*>& nodes) {
-  ir::Node* c = SoleProducer(graph, clip, ir::OpKind::kClip);
+  ir::Node* c = fuse::SoleProducer(graph, clip, ir::OpKind::kClip);
   if (c == nullptr || c->input(1) == nullptr || c->input(2) == nullptr) return false;
-  if (!InputIs(*c, 1, 0.0f) || !InputIs(*c, 2, 6.0f)) return false;
-  ir::Node* add = SoleProducer(graph, c->input(0), ir::OpKind::kAdd);
+  if (!fuse::InputIsScalar(*c, 1, 0.0f) || !fuse::InputIsScalar(*c, 2, 6.0f)) return false;
+  ir::Node* add = fuse::SoleProducer(graph, c->input(0), ir::OpKind::kAdd);
   if (add == nullptr || add->attrs<ir::AddAttrs>().activation != ir::Activation::kNone) {
     return false;
   }
-  const bool plus3 = (add->input(0) == x && InputIs(*add, 1, 3.0f)) ||
-                     (add->input(1) == x && InputIs(*add, 0, 3.0f));
+  const bool plus3 = (add->input(0) == x && fuse::InputIsScalar(*add, 1, 3.0f)) ||
+                     (add->input(1) == x && fuse::InputIsScalar(*add, 0, 3.0f));
   if (!plus3) return false;
   nodes.push_back(c);
   nodes.push_back(add);
@@ -67,12 +54,12 @@ bool IsRelu6OfXPlus3(const ir::Graph& graph, const ir::Value* clip, const ir::Va
 }
 
 /// Matches a hard-swish pattern whose last node is `top`.
-std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* top) {
+std::optional<HardSwishMatch> MatchHardSwishAt(const ir::Graph& graph, ir::Node* top) {
   // (x * clip) / 6 and (x * clip) * (1/6).
   if (ir::Value* u = SixthOf(*top)) {
-    if (ir::Node* mul = SoleProducer(graph, u, ir::OpKind::kMul)) {
+    if (ir::Node* mul = fuse::SoleProducer(graph, u, ir::OpKind::kMul)) {
       for (int side = 0; side < 2; ++side) {
-        Match m{mul->input(side), {top, mul}};
+        HardSwishMatch m{mul->input(side), {top, mul}};
         if (IsRelu6OfXPlus3(graph, mul->input(1 - side), m.x, m.nodes)) return m;
       }
     }
@@ -85,16 +72,16 @@ std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* top) {
     ir::Node* scaled = other->producer();
     if (scaled != nullptr && fuse::HasSingleUse(graph, other)) {
       if (ir::Value* clip = SixthOf(*scaled)) {
-        Match m{x, {top, scaled}};
+        HardSwishMatch m{x, {top, scaled}};
         if (IsRelu6OfXPlus3(graph, clip, x, m.nodes)) return m;
       }
     }
     // x * HardSigmoid(x) with HardSwish's constants.
-    if (ir::Node* hs = SoleProducer(graph, other, ir::OpKind::kHardSigmoid)) {
+    if (ir::Node* hs = fuse::SoleProducer(graph, other, ir::OpKind::kHardSigmoid)) {
       const ir::HardSigmoidAttrs& a = hs->attrs<ir::HardSigmoidAttrs>();
       if (hs->input(0) == x && fuse::NearlyEqual(a.alpha, kSixth) &&
           fuse::NearlyEqual(a.beta, 0.5f)) {
-        return Match{x, {top, hs}};
+        return HardSwishMatch{x, {top, hs}};
       }
     }
   }
@@ -112,7 +99,7 @@ class FuseHardSwishPass : public Pass {
     bool changed = false;
     for (ir::Node* top : tops) {
       if (removed.contains(top)) continue;
-      std::optional<Match> m = MatchAt(graph, top);
+      std::optional<HardSwishMatch> m = MatchHardSwishAt(graph, top);
       if (!m || !IsFloat(m->x->dtype())) continue;
       ir::Value* out = top->output(0);
       ir::Node* hs = graph.AddNode(ir::OpKind::kHardSwish, top->name(), {m->x},

@@ -72,7 +72,7 @@ bool IsNormalizedShaped(const ir::Value* c, const ir::Value* x, int64_t start) {
   return true;
 }
 
-struct Match {
+struct LayerNormMatch {
   ir::Value* x = nullptr;
   int64_t axis = -1;
   float epsilon = 0.0f;
@@ -83,8 +83,8 @@ struct Match {
 };
 
 /// Matches the pattern whose Div is `div`.
-std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* div) {
-  Match m;
+std::optional<LayerNormMatch> MatchLayerNormAt(const ir::Graph& graph, ir::Node* div) {
+  LayerNormMatch m;
   ir::Value* d = div->input(0);
   ir::Node* sqrt = ProducerOf(graph, div->input(1), ir::OpKind::kSqrt);
   // d's uses: the square (once for Pow, twice for Mul(d, d)) and the Div, checked below.
@@ -148,7 +148,7 @@ std::optional<Match> MatchAt(const ir::Graph& graph, ir::Node* div) {
 }
 
 /// `c` as a float32 constant of the normalized extents (a new value), or ones when null.
-ir::Value* NormalizedConstant(ir::Graph& graph, const ir::Value* c, const Match& m,
+ir::Value* NormalizedConstant(ir::Graph& graph, const ir::Value* c, const LayerNormMatch& m,
                               const std::string& stem, float fill) {
   const std::vector<ir::Dim>& xd = *m.x->type().dims;
   std::vector<int64_t> dims(xd.begin() + m.axis, xd.end());
@@ -169,7 +169,7 @@ class FuseLayerNormPass : public Pass {
     const std::vector<ir::Node*> divs = fuse::NodesOfKind(graph, {ir::OpKind::kDiv});
     bool changed = false;
     for (ir::Node* div : divs) {
-      std::optional<Match> m = MatchAt(graph, div);
+      std::optional<LayerNormMatch> m = MatchLayerNormAt(graph, div);
       // A one-element constant of higher rank (eps as [1, 1, 1, 1]) would broadcast the result
       // to a higher rank: the fused node must give the same type.
       if (!m || !(m->top->output(0)->type() == m->x->type())) continue;

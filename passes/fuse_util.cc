@@ -36,6 +36,17 @@ bool HasSingleUse(const ir::Graph& graph, const ir::Value* v) {
   return std::find(outs.begin(), outs.end(), v) == outs.end();
 }
 
+ir::Node* SoleProducer(const ir::Graph& graph, const ir::Value* v, ir::OpKind kind) {
+  ir::Node* p = v->producer();
+  if (p == nullptr || p->kind() != kind || !HasSingleUse(graph, v)) return nullptr;
+  return p;
+}
+
+bool InputIsScalar(const ir::Node& n, int i, float c) {
+  const std::optional<float> v = ScalarF32(n.input(i));
+  return v && NearlyEqual(*v, c);
+}
+
 std::string UniqueName(const ir::Graph& graph, absl::string_view stem) {
   std::string name(stem);
   for (int k = 1; graph.FindValue(name) != nullptr; ++k) name = absl::StrCat(stem, "_", k);

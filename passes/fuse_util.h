@@ -31,6 +31,13 @@ std::optional<float> ScalarF32(const ir::Value* v);
 /// without anyone else seeing it.
 bool HasSingleUse(const ir::Graph& graph, const ir::Value* v);
 
+/// The producer of `v` when it is of `kind` and HasSingleUse(graph, v) (inside a pattern);
+/// nullptr otherwise.
+ir::Node* SoleProducer(const ir::Graph& graph, const ir::Value* v, ir::OpKind kind);
+
+/// True when input `i` of `n` is a scalar float constant NearlyEqual to `c`.
+bool InputIsScalar(const ir::Node& n, int i, float c);
+
 /// A value name not yet in `graph`, built from `stem`.
 std::string UniqueName(const ir::Graph& graph, absl::string_view stem);
 
