@@ -104,6 +104,14 @@ def outputs_of(qcc, plan, device, inputs, folder):
             for p in sorted(glob.glob(os.path.join(folder, "output_*.pb")))]
 
 
+def difference(a, b):
+    """(largest |a - b|, largest |a|) in float64; (0, 0) for empty arrays."""
+    if not a.size:
+        return 0.0, 0.0
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return float(np.max(np.abs(a64 - b64))), float(np.max(np.abs(a64)))
+
+
 def dense_bins(stats):
     """A table tensor's histogram ("hist": runs [start, count, count, ...]) as 2048 counts."""
     bins = [0] * 2048
@@ -213,9 +221,7 @@ def precision_checks(args, name, m, model, data, work, tables, precision):
         got = outputs_of(args.qcc, plan, DEVICE["cuda"], inputs,
                          os.path.join(work, f"gpu{k}"))
         for i, (a, b) in enumerate(zip(want, got)):
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-            err = float(np.max(np.abs(a64 - b64))) if a.size else 0.0
-            scale = float(np.max(np.abs(a64))) if a.size else 0.0
+            err, scale = difference(a, b)
             if precision == "int8":
                 check(a.shape == b.shape and np.array_equal(a, b),
                       f"{name} int8 input set {k} output {i}: bit-exact "
@@ -345,9 +351,8 @@ def isa(args):
                             del os.environ["QCC_CPU_FEATURES"]
                     for level in levels[1:]:
                         for i, (a, b) in enumerate(zip(got["baseline"], got[level])):
-                            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-                            err = float(np.max(np.abs(a64 - b64))) if a.size else 0.0
-                            scale = max(float(np.max(np.abs(a64))) if a.size else 0.0, 1e-6)
+                            err, scale = difference(a, b)
+                            scale = max(scale, 1e-6)
                             worst = max(worst, err / scale)
                             if precision == "int8":
                                 check(a.shape == b.shape and np.array_equal(a, b),
