@@ -25,10 +25,6 @@ using namespace engine_testing;  // NOLINT: the plan builders
 #define QCC_SKIP_WITHOUT_GPU() \
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped"
 
-constexpr DType kI8 = DType::kInt8;
-constexpr DType kI32 = DType::kInt32;
-constexpr DType kF32 = DType::kFloat32;
-
 std::shared_ptr<const CudaEngine> MakeCudaEngine(const Plan& plan, CudaEngineOptions options = {}) {
   absl::StatusOr<std::shared_ptr<const CudaEngine>> engine =
       CudaEngine::Create(RoundTrip(plan), options);

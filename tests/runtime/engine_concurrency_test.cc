@@ -76,7 +76,7 @@ TEST(EngineConcurrencyTest, MultiThreadedKernelsUnderConcurrentContexts) {
 /// An fp32 network: x [N,3,8,8] -> Conv 3x3 (8 filters, pad 1, ReLU) -> GlobalAveragePool ->
 /// Reshape [N,8] -> Gemm [10,8] (transB) -> logits [N,10]. Its Conv and Gemm run on the sgemm
 /// that the int8 network never touches.
-Plan MakeFloatNetwork() {
+Plan MakeFloatConvGemmNetwork() {
   engine_testing::PlanBuilder b(1, 4);
   const int32_t x = b.Input("x", DType::kFloat32, {-1, 3, 8, 8});
   const Tensor wc = RandomFloat({8, 3, 3, 3}, 71), bc = RandomFloat({8}, 72);
@@ -123,8 +123,8 @@ void SingleThreadedReference(const Plan& plan, std::vector<Tensor>* inputs,
 // 8 threads x 400 runs, batches 1 to 4 in every context, with 1 and 2 kernel threads per step:
 // 6,400 runs of each network, every output bit for bit the single-threaded one.
 TEST(EngineConcurrencyTest, EightThreadsStressBothNetworksBitForBit) {
-  for (const auto& [name, plan] :
-       {std::make_pair("int8", MakeInt8Network()), std::make_pair("fp32", MakeFloatNetwork())}) {
+  for (const auto& [name, plan] : {std::make_pair("int8", MakeInt8Network()),
+                                   std::make_pair("fp32", MakeFloatConvGemmNetwork())}) {
     SCOPED_TRACE(name);
     std::vector<Tensor> inputs, expected;
     SingleThreadedReference(plan, &inputs, &expected);

@@ -17,7 +17,7 @@ using engine_testing::PlanBuilder;
 using engine_testing::RandomFloat;
 using engine_testing::RunPlan;
 
-constexpr DType kF32 = DType::kFloat32;
+using engine_testing::kF32;
 
 TEST(EngineFloatStepsTest, ConvGroupedWithBiasAndRelu) {
   // X [N, 4, 6, 5], W [6, 2, 3, 2], group 2, stride 1x2, pads (1, 0, 0, 1), relu.

@@ -21,8 +21,8 @@ using engine_testing::PlanBuilder;
 using engine_testing::RandomFloat;
 using engine_testing::RunPlan;
 
-constexpr DType kF32 = DType::kFloat32;
-constexpr DType kI64 = DType::kInt64;
+using engine_testing::kF32;
+using engine_testing::kI64;
 
 /// `n` values in [-2, 2).
 std::vector<float> Values(int64_t n, uint64_t seed) {

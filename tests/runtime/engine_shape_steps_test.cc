@@ -19,7 +19,7 @@ using engine_testing::RandomFloat;
 using engine_testing::RandomInt8;
 using engine_testing::RunPlan;
 
-constexpr DType kF32 = DType::kFloat32;
+using engine_testing::kF32;
 
 /// Resize parameters of a rank-4 NCHW resample of H and W by `scale` (the batch and channels
 /// kept).

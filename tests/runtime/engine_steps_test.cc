@@ -22,9 +22,9 @@ using engine_testing::RandomVector;
 using engine_testing::RoundClamp;
 using engine_testing::RunPlan;
 
-constexpr DType kF32 = DType::kFloat32;
-constexpr DType kI8 = DType::kInt8;
-constexpr DType kI32 = DType::kInt32;
+using engine_testing::kF32;
+using engine_testing::kI32;
+using engine_testing::kI8;
 
 TEST(EngineStepsTest, QuantizeAndDequantize) {
   PlanBuilder b(1, 4);

@@ -228,7 +228,7 @@ TEST(EngineTest, MovementStepsRefuseOutOfBoundsGeometry) {
 
 // A float and movement plan: Conv -> MaxPool -> Pad -> Slice -> Transpose -> Concat -> Reshape ->
 // Gemm -> Softmax, for the mutation test below.
-Plan MakeFloatNetwork() {
+Plan MakeFloatMovementNetwork() {
   PlanBuilder b(1, 3);
   const auto f = DType::kFloat32;
   const int32_t x = b.Input("x", f, {-1, 2, 6, 6});
@@ -267,7 +267,7 @@ TEST(EngineTest, MutatedParametersAreRefusedOrRunSafely) {
                           INT64_MAX, INT64_MIN};
   const float floats[] = {0.0f, -1.0f, 1e30f, NAN, INFINITY};
   int refused = 0, ran = 0;
-  for (const Plan& base : {MakeInt8Network(), MakeFloatNetwork()}) {
+  for (const Plan& base : {MakeInt8Network(), MakeFloatMovementNetwork()}) {
     auto check = [&](const Plan& plan) {
       absl::StatusOr<std::shared_ptr<const Engine>> engine = Engine::Create(plan, {1});
       if (!engine.ok()) {

@@ -20,6 +20,12 @@
 
 namespace qcc::runtime::engine_testing {
 
+/// Short dtype names for the plans tests build.
+inline constexpr DType kF32 = DType::kFloat32;
+inline constexpr DType kI8 = DType::kInt8;
+inline constexpr DType kI32 = DType::kInt32;
+inline constexpr DType kI64 = DType::kInt64;
+
 /// Builds a Plan: arena buffers get consecutive 64-byte aligned offsets (no reuse).
 class PlanBuilder {
  public:
