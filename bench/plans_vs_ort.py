@@ -17,7 +17,6 @@ both on seeded random inputs. Prints a table with qcc/ORT time ratios (below 1: 
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -25,14 +24,8 @@ import sys
 import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cpu_name():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
+sys.path.insert(0, HERE)
+from calib_vs_ort import cpu_name  # noqa: E402
 
 
 def iters_of(batch, args):
