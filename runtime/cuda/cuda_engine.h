@@ -104,8 +104,9 @@ class CudaEngine : public std::enable_shared_from_this<CudaEngine> {
   const CudaEngineOptions& options() const { return options_; }
   /// Device bytes the engine holds (weights and packed weights).
   uint64_t weight_bytes() const;
-  /// The kernel path of step `i`, for reports: "im2col-imma", "direct-qconv", "im2col-gemm",
-  /// "gemm", "imma", "direct-conv", "alias", "index".
+  /// The kernel path of step `i`, for reports: its CudaKernelName ("im2col-imma",
+  /// "direct-qconv", "im2col-gemm", "im2col-gemm-fp16", "gemm", "imma", "direct-conv", "alias",
+  /// "index").
   const std::string& step_kernel(size_t i) const;
   /// The device's name and compute capability, e.g. "NVIDIA H100 80GB HBM3 (sm_90)".
   const std::string& device_name() const;

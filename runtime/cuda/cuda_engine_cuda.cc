@@ -141,7 +141,7 @@ absl::StatusOr<std::shared_ptr<const CudaEngine>> CudaEngine::Create(Plan plan,
     }
     QCC_ASSIGN_OR_RETURN(std::unique_ptr<DeviceStep> step, prepare(ctx));
     impl.scratch_bytes = std::max(impl.scratch_bytes, step->ScratchBytes(p.batch_max));
-    impl.kernels.push_back(step->kernel());
+    impl.kernels.emplace_back(CudaKernelName(step->kernel()));
     impl.steps.push_back(std::move(step));
   }
   return std::shared_ptr<const CudaEngine>(std::move(engine));

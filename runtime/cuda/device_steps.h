@@ -132,8 +132,8 @@ class DeviceStep {
   virtual uint64_t ScratchBytes(int64_t batch) const { return 0; }
   /// Launches the step on ctx.stream; never synchronises, never allocates.
   virtual absl::Status Enqueue(const DeviceRunContext& ctx) const = 0;
-  /// The kernel path, for reports ("im2col-imma", "direct-qconv", "index", ...).
-  virtual std::string kernel() const { return "index"; }
+  /// The kernel path, for reports (CudaKernelName).
+  virtual CudaKernel kernel() const { return CudaKernel::kIndex; }
 };
 
 /// What a device prepare function sees: the step of the CPU-checked plan and the engine's
@@ -227,30 +227,27 @@ class DeviceStepOf final : public DeviceStep {
   using EnqueueFn = absl::Status (*)(const State&, const DeviceRunContext&);
   using ScratchFn = uint64_t (*)(const State&, int64_t batch);
   DeviceStepOf(State state, EnqueueFn enqueue, ScratchFn scratch = nullptr,
-               std::string kernel = "index")
-      : state_(std::move(state)),
-        enqueue_(enqueue),
-        scratch_(scratch),
-        kernel_(std::move(kernel)) {}
+               CudaKernel kernel = CudaKernel::kIndex)
+      : state_(std::move(state)), enqueue_(enqueue), scratch_(scratch), kernel_(kernel) {}
   uint64_t ScratchBytes(int64_t batch) const override {
     return scratch_ == nullptr ? 0 : scratch_(state_, batch);
   }
   absl::Status Enqueue(const DeviceRunContext& ctx) const override { return enqueue_(state_, ctx); }
-  std::string kernel() const override { return kernel_; }
+  CudaKernel kernel() const override { return kernel_; }
 
  private:
   State state_;
   EnqueueFn enqueue_;
   ScratchFn scratch_;
-  std::string kernel_;
+  CudaKernel kernel_;
 };
 
 template <typename State>
 std::unique_ptr<DeviceStep> MakeDeviceStep(
     State state, typename DeviceStepOf<State>::EnqueueFn enqueue,
-    typename DeviceStepOf<State>::ScratchFn scratch = nullptr, std::string kernel = "index") {
-  return std::make_unique<DeviceStepOf<State>>(std::move(state), enqueue, scratch,
-                                               std::move(kernel));
+    typename DeviceStepOf<State>::ScratchFn scratch = nullptr,
+    CudaKernel kernel = CudaKernel::kIndex) {
+  return std::make_unique<DeviceStepOf<State>>(std::move(state), enqueue, scratch, kernel);
 }
 
 /// A launch's error as a status naming the step and the body.

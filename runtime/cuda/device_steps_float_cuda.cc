@@ -129,8 +129,7 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareConte
   const CudaKernel kernel = s.half   ? CudaKernel::kIm2colHalfGemm
                             : s.gemm ? CudaKernel::kIm2colGemm
                                      : CudaKernel::kDirectConv;
-  return MakeDeviceStep<ConvState>(s, EnqueueConv, ConvScratch,
-                                   std::string(CudaKernelName(kernel)));
+  return MakeDeviceStep<ConvState>(s, EnqueueConv, ConvScratch, kernel);
 }
 
 // ---- Gemm ----
@@ -196,7 +195,7 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareGemm(const DevicePrepareConte
     g.k = std::max<int64_t>(g.k, 1);
     return GemmProblemAt(s, g);
   }));
-  return MakeDeviceStep<GemmState>(std::move(s), EnqueueGemm, nullptr, "gemm");
+  return MakeDeviceStep<GemmState>(std::move(s), EnqueueGemm, nullptr, CudaKernel::kGemm);
 }
 
 // ---- Softmax, Unary, Binary ----

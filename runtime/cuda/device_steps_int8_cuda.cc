@@ -142,7 +142,7 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareQConv(const DevicePrepareCont
     QCC_ASSIGN_OR_RETURN(s.packed, c.Upload(packed, "packed int8 weights"));
     QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::Int8ConvGemm));
   }
-  const std::string kernel = s.gemm ? "im2col-imma" : "direct-qconv";
+  const CudaKernel kernel = s.gemm ? CudaKernel::kIm2colImma : CudaKernel::kDirectQConv;
   return MakeDeviceStep<QConvState>(s, EnqueueQConv, QConvScratch, kernel);
 }
 
@@ -228,7 +228,7 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareQGemm(const DevicePrepareCont
       [](const State& st, int64_t batch) {
         return QGemmScratchFor(st.s, QGemmRows(st.s, st.a, batch));
       },
-      "imma");
+      CudaKernel::kImma);
 }
 
 // ---- QAdd, QLut ----

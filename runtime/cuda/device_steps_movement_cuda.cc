@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareReshape(const DevicePrepareCo
         return CudaStatus(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, c.stream),
                           absl::StrCat("cudaMemcpyAsync(Reshape '", c.step->name, "')"));
       },
-      nullptr, "alias");
+      nullptr, CudaKernel::kAlias);
 }
 
 // ---- Transpose ----
