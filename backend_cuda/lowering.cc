@@ -85,7 +85,7 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
                       int8                          ? "int8"
                       : w->dtype == DType::kFloat16 ? "fp32 (fp16 weights widened at load)"
                                                     : "fp32",
-                      " NCHW, group ", group, ": one thread per output, ", kred,
+                      " NCHW, group ", group, ": one thread per 4 outputs of a row, ", kred,
                       " products each (own kernel", int8 ? ", bit-exact requantize" : "", ")");
       }
       if (int8) {
@@ -96,9 +96,11 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
       }
       const bool half = w->dtype == DType::kFloat16;
       return choice(half ? CudaKernel::kIm2colHalfGemm : CudaKernel::kIm2colGemm,
-                    half ? "fp16" : "fp32", " NCHW: im2col [N*OH*OW, ", kred, "] + cuBLASLt ",
-                    half ? "fp16" : "fp32", " GEMM with fp32 accumulation m=", kout, " k=", kred,
-                    " + bias/activation epilogue (own)");
+                    half ? "fp16" : "fp32", " NCHW: per image, ",
+                    half ? "fp16 im2col [" : "im2col [", kred, ", OH*OW]",
+                    half ? "" : " (none for 1x1, stride 1, unpadded)", " + cuBLASLt ",
+                    half ? "fp16" : "fp32", " GEMM with fp32 accumulation NN m=OH*OW n=", kout,
+                    " k=", kred, " writing NCHW + bias/activation epilogue (own)");
     }
     case StepKind::kQGemm: {
       QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, WeightOperand(plan, i, 1, 2));

@@ -71,11 +71,11 @@ enum class CudaKernel : uint8_t {
   kNone,            ///< no choice recorded (not a "cuda" plan)
   kIm2colImma,      ///< int8 conv, group 1: im2col + cuBLASLt IMMA "TN" GEMM + requant epilogue
   kImma,            ///< int8 Gemm/MatMul: row pad + cuBLASLt IMMA "TN" GEMM + requant epilogue
-  kDirectQConv,     ///< int8 grouped/depthwise conv: one thread per output (own kernel)
-  kIm2colGemm,      ///< fp32 conv, group 1: im2col + cuBLASLt fp32 GEMM + epilogue
+  kDirectQConv,     ///< int8 grouped/depthwise conv: a thread per 4 outputs of a row (own)
+  kIm2colGemm,      ///< fp32 conv, group 1: (im2col +) cuBLASLt fp32 GEMM per image + epilogue
   kIm2colHalfGemm,  ///< conv of fp16 weights, group 1: im2col + cuBLASLt fp16 GEMM, fp32 sums
   kGemm,            ///< float Gemm: cuBLASLt GEMM (fp32 accumulate) + epilogue
-  kDirectConv,      ///< float grouped/depthwise conv: one thread per output (own kernel)
+  kDirectConv,      ///< float grouped/depthwise conv: a thread per 4 outputs of a row (own)
   kAlias,           ///< Reshape: the output is the input's bytes (a device copy when not aliased)
   kIndex,           ///< every other step: our own one-thread-per-element kernel
   kNumKernels,

@@ -1,9 +1,10 @@
-// Index bodies (launch.h) of convolution and GEMM on the CUDA backend: im2col into the GEMM's B
-// operand, the row padding of QGemm's activations, the epilogues that turn the GEMM's
-// accumulators into the step's output (int8 requantize, float bias + activation), and direct
-// convolutions for depthwise/grouped convs with a small reduction. The layouts are those of
-// gemm_problem.h: per group g, im2col B_g = [Npix, Kred_pad] row-major, C_g = [Npix, Kout_pad]
-// row-major int32/fp32 (ldc = Kout_pad), groups stacked at fixed strides.
+// Index bodies (launch.h) of convolution and GEMM on the CUDA backend: im2col into a GEMM operand,
+// the row padding of QGemm's activations, the epilogues that turn the GEMM's accumulators into
+// the step's output (int8 requantize, float bias + activation), and direct convolutions for
+// depthwise/grouped convs with a small reduction. The layouts are those of gemm_problem.h: int8,
+// per group g, im2col B_g = [Npix, Kred_pad] row-major and C_g = [Npix, Kout_pad] row-major int32
+// (ldc = Kout_pad), groups stacked at fixed strides; fp32 and fp16, per image, im2col A =
+// [C*R*S, lda] and C = [K, ldc] (NCHW), or no im2col at all for 1x1 convs in fp32.
 //
 // The int8 bodies compute qconv.h's / qgemm.h's contract exactly (tests/backend_cuda/
 // conv_gemm_test.cc proves them bit-identical to the CPU references): int32 sums wrap modulo
@@ -68,20 +69,6 @@ QCC_HOST_DEVICE inline float Activate(float v, float lo, float hi, float slope) 
   return v > hi ? hi : v;
 }
 
-/// The NCHW output element at offset i = ((img * K + k) * OH + oy) * OW + ox.
-struct ConvOutputPosition {
-  QCC_HOST_DEVICE ConvOutputPosition(const ConvDims& d, int64_t i) {
-    const QuotRem x = DivRem(i, d.ow);
-    const QuotRem y = DivRem(x.quot, d.oh);
-    const QuotRem kk = DivRem(y.quot, d.k);
-    ox = x.rem;
-    oy = y.rem;
-    k = kk.rem;
-    img = kk.quot;
-  }
-  int64_t img, k, oy, ox;
-};
-
 }  // namespace internal
 
 // ---- im2col -----------------------------------------------------------------------------------
@@ -130,15 +117,56 @@ struct Im2colOf {
 /// int8 im2col (pad_value: the input zero point).
 using Im2colInt8Args = Im2colArgsOf<int8_t, int8_t>;
 using Im2colInt8 = Im2colOf<int8_t, int8_t>;
-/// fp32 im2col (pad_value 0).
-using Im2colFloatArgs = Im2colArgsOf<float, float>;
-using Im2colFloat = Im2colOf<float, float>;
-/// fp16 bits from fp16 input (pad_value 0 = +0.0).
-using Im2colHalfArgs = Im2colArgsOf<uint16_t, uint16_t>;
-using Im2colHalf = Im2colOf<uint16_t, uint16_t>;
-/// fp16 bits from fp32 input, rounded by FloatToHalf (pad_value 0).
-using Im2colFloatToHalfArgs = Im2colArgsOf<float, uint16_t>;
-using Im2colFloatToHalf = Im2colOf<float, uint16_t>;
+
+/// im2col for the float convs' NCHW GEMMs (gemm_problem.h FloatConvGemmNchw): per image, A =
+/// [C*R*S][lda] with A[img][(c * R + r) * S + s][p] = the input tap (c, r, s) of output pixel
+/// p < OH*OW (every channel c < C, so group g's columns start at g * C/group * R * S), 0 in the
+/// spatial padding and for pixels [OH*OW, lda). n = N * C*R*S * lda; i = (img * C*R*S + col) *
+/// lda + p is the output offset, and a warp reads consecutive pixels of one input row.
+template <typename In, typename Out>
+struct Im2colNchwArgsOf {
+  ConvDims d;
+  const In* x = nullptr;  // [N, C, H, W]
+  Out* a = nullptr;       // [N, C*R*S, lda]
+  int64_t lda = 0;        // >= OH*OW
+};
+template <typename In, typename Out>
+struct Im2colNchwOf {
+  static QCC_HOST_DEVICE void Run(const Im2colNchwArgsOf<In, Out>& a, int64_t i) {
+    const ConvDims& d = a.d;
+    const QuotRem t = DivRem(i, a.lda);
+    Out v = 0;
+    if (t.rem < d.oh * d.ow) {
+      const QuotRem img_col = DivRem(t.quot, d.c * d.r * d.s);
+      const QuotRem col_s = DivRem(img_col.rem, d.s);
+      const QuotRem cr = DivRem(col_s.quot, d.r);
+      const QuotRem pix = DivRem(t.rem, d.ow);
+      const int64_t iy = pix.quot * d.stride_h - d.pad_top + cr.rem * d.dilation_h;
+      const int64_t ix = pix.rem * d.stride_w - d.pad_left + col_s.rem * d.dilation_w;
+      if (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w) {
+        v = internal::Im2colConvert<In, Out>::Of(
+            a.x[((img_col.quot * d.c + cr.quot) * d.h + iy) * d.w + ix]);
+      }
+    }
+    a.a[i] = v;
+  }
+};
+/// fp32 (the GEMM's A when the input cannot serve as it is: see FloatConvReadsInput).
+using Im2colNchwFloatArgs = Im2colNchwArgsOf<float, float>;
+using Im2colNchwFloat = Im2colNchwOf<float, float>;
+/// fp16 bits from fp32 input, rounded by FloatToHalf.
+using Im2colNchwFloatToHalfArgs = Im2colNchwArgsOf<float, uint16_t>;
+using Im2colNchwFloatToHalf = Im2colNchwOf<float, uint16_t>;
+/// fp16 bits from fp16 input (the same bits as Im2colNchwFloatToHalf of the widened input).
+using Im2colNchwHalfArgs = Im2colNchwArgsOf<uint16_t, uint16_t>;
+using Im2colNchwHalf = Im2colNchwOf<uint16_t, uint16_t>;
+
+/// True when an fp32 conv's input is its NCHW GEMM's A as it is (1x1 kernel, stride 1, no
+/// padding: A[img][c][p] = x[img][c][p] with lda = H*W), so no im2col runs.
+QCC_HOST_DEVICE inline bool FloatConvReadsInput(const ConvDims& d) {
+  return d.r == 1 && d.s == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_top == 0 &&
+         d.pad_left == 0 && d.oh == d.h && d.ow == d.w;
+}
 
 // ---- QGemm activations ------------------------------------------------------------------------
 
@@ -204,28 +232,26 @@ struct RequantEpilogue {
   }
 };
 
-/// Float output from fp32 accumulators (fp16 or fp32 GEMM), same indexing as RequantEpilogue:
-///   v = Activate(acc + bias[k]) written to y (fp32) or, when y is null, y_half (fp16 bits via
-///   FloatToHalf). n and i as RequantEpilogue.
+/// Float output from the fp32 accumulators of the NCHW GEMMs (FloatConvGemmNchw), C =
+/// [images][channels][ldc]: v = Activate(acc[(img * channels + k) * ldc + p] + bias[k]) written to
+/// y (fp32; may be acc itself when ldc == pixels) or, when y is null, y_half (fp16 bits via
+/// FloatToHalf). n = images * channels * pixels; i = (img * channels + k) * pixels + p (the NCHW
+/// output offset: reads and writes coalesced).
 struct FloatEpilogueArgs {
   const float* acc = nullptr;
-  int64_t ldc = 0, stride_c = 0;
+  int64_t ldc = 0;
   const float* bias = nullptr;  // [channels]; null: 0
-  float* y = nullptr;           // [images, channels, spatial] fp32, or
+  float* y = nullptr;           // [images, channels, pixels] fp32, or
   uint16_t* y_half = nullptr;   // the same in fp16 bits (used when y is null)
-  int64_t images = 1, channels = 1, spatial = 1, groups = 1;
+  int64_t channels = 1, pixels = 1;
   float lo = -kFloatInfinity, hi = kFloatInfinity;
   float negative_slope = 1.0f;
 };
 struct FloatEpilogue {
   static QCC_HOST_DEVICE void Run(const FloatEpilogueArgs& a, int64_t i) {
-    const QuotRem t = DivRem(i, a.spatial);
-    const QuotRem img_k = DivRem(t.quot, a.channels);
-    const int64_t p = t.rem, k = img_k.rem, img = img_k.quot;
-    const int64_t kg = IndexDiv(a.channels, a.groups);
-    const int64_t g = IndexDiv(k, kg);
-    float v = a.acc[g * a.stride_c + (img * a.spatial + p) * a.ldc + (k - g * kg)];
-    if (a.bias != nullptr) v = v + a.bias[k];
+    const QuotRem t = DivRem(i, a.pixels);
+    float v = a.acc[t.quot * a.ldc + t.rem];
+    if (a.bias != nullptr) v = v + a.bias[IndexMod(t.quot, a.channels)];
     v = internal::Activate(v, a.lo, a.hi, a.negative_slope);
     if (a.y != nullptr) {
       a.y[i] = v;
@@ -263,10 +289,94 @@ struct GemmEpilogueF32 {
 
 // ---- direct convolutions ----------------------------------------------------------------------
 
-/// qconv.h's contract directly, one output element per index (for depthwise/grouped convs whose
-/// C/group * R * S is small, where im2col + GEMM wastes work):
-/// n = N * K * OH * OW; i = ((img * K + k) * OH + oy) * OW + ox (the output offset). The sum
-/// runs over (c, r, s) in the weights' order and wraps modulo 2^32, as the reference does.
+/// Consecutive outputs of one row that one index of the direct convolutions computes: they share
+/// the index arithmetic and each weight load (every output's own sum is unchanged by this).
+inline constexpr int64_t kDirectConvRun = 4;
+
+/// The index range [0, n) of DirectQConv and DirectConv: n = N * K * OH * ceil(OW / 4), index
+/// i = ((img * K + k) * OH + oy) * ceil(OW / 4) + run computing outputs ox = 4 * run ..
+/// min(4 * run + 3, OW - 1) of row (img, k, oy).
+QCC_HOST_DEVICE inline int64_t DirectConvIndices(const ConvDims& d) {
+  return d.n * d.k * d.oh * ((d.ow + kDirectConvRun - 1) / kDirectConvRun);
+}
+
+/// True when every offset of the direct convolutions' input, weights and output fits in int32:
+/// then the int32 forms (DirectQConv32, DirectConv32) give the same results with half the
+/// integer work on a GPU. Host only.
+inline bool DirectConvFitsInt32(const ConvDims& d) {
+  constexpr int64_t kMax = int64_t{1} << 30;  // headroom for the sums of offsets below
+  const int64_t row_span = (d.ow + kDirectConvRun) * d.stride_w + d.s * d.dilation_w;
+  const int64_t column_span = d.oh * d.stride_h + d.r * d.dilation_h;
+  return d.n * d.c * d.h * d.w < kMax && d.n * d.k * d.oh * (d.ow + kDirectConvRun) < kMax &&
+         d.k * d.c_per_group() * d.r * d.s < kMax && row_span < kMax && column_span < kMax &&
+         d.pad_top < kMax && d.pad_left < kMax;
+}
+
+namespace internal {
+
+/// The run of outputs of index i (DirectConvIndices) of a direct convolution, in the index type
+/// of its form, and the walk over its taps.
+template <typename Index>
+struct DirectConvRun {
+  static constexpr int kRun = static_cast<int>(kDirectConvRun);
+
+  QCC_HOST_DEVICE DirectConvRun(const ConvDims& d, int64_t i) {
+    const Index runs = static_cast<Index>((d.ow + kDirectConvRun - 1) / kDirectConvRun);
+    const QuotRem x = DivRem(i, runs);
+    const QuotRem y = DivRem(x.quot, d.oh);
+    const QuotRem kk = DivRem(y.quot, d.k);
+    ox0 = static_cast<Index>(x.rem * kDirectConvRun);
+    oy = static_cast<Index>(y.rem);
+    k = static_cast<Index>(kk.rem);
+    img = static_cast<Index>(kk.quot);
+    count = static_cast<Index>(d.ow) - ox0;
+    count = count < kRun ? count : static_cast<Index>(kRun);
+    output_offset = ((img * static_cast<Index>(d.k) + k) * static_cast<Index>(d.oh) + oy) *
+                        static_cast<Index>(d.ow) +
+                    ox0;
+  }
+
+  /// Calls tap(j, weight, input) for each tap (c, r, s) in the weights' order and, within it,
+  /// each output j < kRun of the run: `input` points at the input element, or is null in the
+  /// spatial padding. Outputs j >= count get taps too (their reads stay inside the input rows);
+  /// the caller writes only j < count.
+  template <typename T, typename Tap>
+  QCC_HOST_DEVICE void ForEachTap(const ConvDims& d, const T* x, const T* w, Tap&& tap) const {
+    const Index h = static_cast<Index>(d.h), wd = static_cast<Index>(d.w);
+    const Index r_n = static_cast<Index>(d.r), s_n = static_cast<Index>(d.s);
+    const Index stride_w = static_cast<Index>(d.stride_w);
+    const Index dil_h = static_cast<Index>(d.dilation_h), dil_w = static_cast<Index>(d.dilation_w);
+    const Index cg = static_cast<Index>(d.c_per_group());
+    const Index g = static_cast<Index>(IndexDiv(k, d.k_per_group()));
+    const T* wk = w + k * cg * r_n * s_n;
+    const Index iy0 = oy * static_cast<Index>(d.stride_h) - static_cast<Index>(d.pad_top);
+    const Index ix0 = ox0 * stride_w - static_cast<Index>(d.pad_left);
+    for (Index c = 0; c < cg; ++c) {
+      const T* plane = x + (img * static_cast<Index>(d.c) + g * cg + c) * h * wd;
+      for (Index r = 0; r < r_n; ++r, wk += s_n) {
+        const Index iy = iy0 + r * dil_h;
+        const bool row_inside = iy >= 0 && iy < h;
+        const T* row = plane + (row_inside ? iy * wd : 0);
+        for (Index s = 0; s < s_n; ++s) {
+          Index ix = ix0 + s * dil_w;
+          for (int j = 0; j < kRun; ++j, ix += stride_w) {
+            tap(j, wk[s], row_inside && ix >= 0 && ix < wd ? row + ix : nullptr);
+          }
+        }
+      }
+    }
+  }
+
+  Index img, k, oy, ox0, count;
+  Index output_offset;  // of output j = 0 in the NCHW output
+};
+
+}  // namespace internal
+
+/// qconv.h's contract directly (for depthwise/grouped convs whose C/group * R * S is small, where
+/// im2col + GEMM wastes work), a run of outputs per index (DirectConvIndices). Each output's sum
+/// runs over (c, r, s) in the weights' order, the padding reading pad_value, and wraps modulo
+/// 2^32, as the reference does.
 struct DirectQConvArgs {
   ConvDims d;
   const int8_t* x = nullptr;          // [N, C, H, W]
@@ -276,35 +386,34 @@ struct DirectQConvArgs {
   int8_t* y = nullptr;                // [N, K, OH, OW]
   int32_t pad_value = 0, zp_out = 0, lo = -128, hi = 127;
 };
-struct DirectQConv {
+template <typename Index>
+struct DirectQConvOf {
   static QCC_HOST_DEVICE void Run(const DirectQConvArgs& a, int64_t i) {
-    const ConvDims& d = a.d;
-    const internal::ConvOutputPosition o(d, i);
-    const int64_t ox = o.ox, oy = o.oy, k = o.k, img = o.img;
-    const int64_t cg = d.c_per_group();
-    const int64_t g = IndexDiv(k, d.k_per_group());
-    const int8_t* wk = a.w + k * cg * d.r * d.s;
-    uint32_t acc = static_cast<uint32_t>(a.bias != nullptr ? a.bias[k] : 0);
-    for (int64_t c = 0; c < cg; ++c) {
-      const int8_t* in = a.x + (img * d.c + g * cg + c) * d.h * d.w;
-      for (int64_t r = 0; r < d.r; ++r) {
-        const int64_t iy = oy * d.stride_h - d.pad_top + r * d.dilation_h;
-        const bool row_inside = iy >= 0 && iy < d.h;
-        for (int64_t s = 0; s < d.s; ++s) {
-          const int64_t ix = ox * d.stride_w - d.pad_left + s * d.dilation_w;
-          const int32_t v =
-              row_inside && ix >= 0 && ix < d.w ? int32_t{in[iy * d.w + ix]} : a.pad_value;
-          acc += static_cast<uint32_t>(int32_t{wk[(c * d.r + r) * d.s + s]} * v);
-        }
+    using Outputs = internal::DirectConvRun<Index>;
+    const Outputs o(a.d, i);
+    const uint32_t b = static_cast<uint32_t>(a.bias != nullptr ? a.bias[o.k] : 0);
+    uint32_t acc[Outputs::kRun];
+    for (int j = 0; j < Outputs::kRun; ++j) acc[j] = b;
+    o.ForEachTap(a.d, a.x, a.w, [&](int j, int8_t w, const int8_t* x) {
+      const int32_t v = x != nullptr ? int32_t{*x} : a.pad_value;
+      acc[j] += static_cast<uint32_t>(int32_t{w} * v);
+    });
+    const float m = a.multiplier[o.k];
+    for (int j = 0; j < Outputs::kRun; ++j) {
+      if (j < o.count) {
+        a.y[o.output_offset + j] =
+            Requantize(static_cast<int32_t>(acc[j]), m, a.zp_out, a.lo, a.hi);
       }
     }
-    a.y[i] = Requantize(static_cast<int32_t>(acc), a.multiplier[k], a.zp_out, a.lo, a.hi);
   }
 };
+using DirectQConv = DirectQConvOf<int64_t>;
+/// DirectQConv with int32 offsets: only where DirectConvFitsInt32.
+using DirectQConv32 = DirectQConvOf<int32_t>;
 
-/// fp32 conv directly: y = Activate(bias[k] + sum over (c, r, s) in order of w * x), x = 0 in
-/// the padding. n and i as DirectQConv. (conv.h's kernels sum in other orders: equal within
-/// fp32 rounding, not bit for bit.)
+/// fp32 conv directly: y = Activate(bias[k] + sum over (c, r, s) in order of w * x), the padding
+/// skipped; a run of outputs per index as DirectQConv. (conv.h's kernels sum in other orders:
+/// equal within fp32 rounding, not bit for bit.)
 struct DirectConvArgs {
   ConvDims d;
   const float* x = nullptr;
@@ -314,31 +423,30 @@ struct DirectConvArgs {
   float lo = -kFloatInfinity, hi = kFloatInfinity;
   float negative_slope = 1.0f;
 };
-struct DirectConv {
+template <typename Index>
+struct DirectConvOf {
   static QCC_HOST_DEVICE void Run(const DirectConvArgs& a, int64_t i) {
-    const ConvDims& d = a.d;
-    const internal::ConvOutputPosition o(d, i);
-    const int64_t ox = o.ox, oy = o.oy, k = o.k, img = o.img;
-    const int64_t cg = d.c_per_group();
-    const int64_t g = IndexDiv(k, d.k_per_group());
-    const float* wk = a.w + k * cg * d.r * d.s;
-    float acc = a.bias != nullptr ? a.bias[k] : 0.0f;
-    for (int64_t c = 0; c < cg; ++c) {
-      const float* in = a.x + (img * d.c + g * cg + c) * d.h * d.w;
-      for (int64_t r = 0; r < d.r; ++r) {
-        const int64_t iy = oy * d.stride_h - d.pad_top + r * d.dilation_h;
-        if (iy < 0 || iy >= d.h) continue;
-        for (int64_t s = 0; s < d.s; ++s) {
-          const int64_t ix = ox * d.stride_w - d.pad_left + s * d.dilation_w;
-          if (ix < 0 || ix >= d.w) continue;
-          const float prod = wk[(c * d.r + r) * d.s + s] * in[iy * d.w + ix];
-          acc = acc + prod;
-        }
+    using Outputs = internal::DirectConvRun<Index>;
+    const Outputs o(a.d, i);
+    const float b = a.bias != nullptr ? a.bias[o.k] : 0.0f;
+    float acc[Outputs::kRun];
+    for (int j = 0; j < Outputs::kRun; ++j) acc[j] = b;
+    o.ForEachTap(a.d, a.x, a.w, [&](int j, float w, const float* x) {
+      if (x != nullptr) {
+        const float prod = w * *x;
+        acc[j] = acc[j] + prod;
+      }
+    });
+    for (int j = 0; j < Outputs::kRun; ++j) {
+      if (j < o.count) {
+        a.y[o.output_offset + j] = internal::Activate(acc[j], a.lo, a.hi, a.negative_slope);
       }
     }
-    a.y[i] = internal::Activate(acc, a.lo, a.hi, a.negative_slope);
   }
 };
+using DirectConv = DirectConvOf<int64_t>;
+/// DirectConv with int32 offsets: only where DirectConvFitsInt32.
+using DirectConv32 = DirectConvOf<int32_t>;
 
 }  // namespace qcc::cuda
 

@@ -126,6 +126,30 @@ GemmProblem FloatConvGemm(int64_t kout_pad, int64_t kred_pad, int64_t npix, int6
                   npix, groups);
 }
 
+GemmProblem FloatConvGemmNchw(const NchwConvGemmShape& g, GemmType ab_type) {
+  GemmProblem p;
+  p.a_type = p.b_type = ab_type;
+  p.c_type = GemmType::kFloat32;
+  p.compute = GemmCompute::kFloat32;
+  p.op_a = GemmOp::kN;
+  p.op_b = GemmOp::kN;
+  p.m = g.pixels;
+  p.n = g.kout;
+  p.k = g.kred;
+  p.lda = g.lda;
+  p.ldb = g.ldb;
+  p.ldc = g.ldc;
+  p.alpha = 1.0f;
+  p.beta = 0.0f;
+  p.batch_count = g.images;
+  if (g.images > 1) {
+    p.stride_a = g.stride_a;
+    p.stride_b = 0;  // every image uses the same weights
+    p.stride_c = g.stride_c;
+  }
+  return p;
+}
+
 GemmProblem FloatGemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
                       float beta, GemmType ab_type) {
   // Row-major Y [m, n] is column-major Y^T (n x m) = op(B)^T op(A)^T. Row-major B as stored is

@@ -12,8 +12,10 @@
 //   C(i, j) = alpha * sum_p op(A)(i, p) * op(B)(p, j) + beta * C(i, j)     (C is m x n, ldc)
 // with beta == 0 meaning C is not read.
 //
-// The layouts the backend uses (fixed for issue 5):
-// - Conv, per group g (batch index = g): B = im2col [Npix, Kred_pad] row-major, Npix = N*OH*OW,
+// The layouts the backend uses (fixed for issue 5; the float convs changed since):
+// - Float Conv (fp32 and fp16): FloatConvGemmNchw below, which writes NCHW.
+// - Int8 Conv, per group g (batch index = g): B = im2col [Npix, Kred_pad] row-major, Npix =
+// N*OH*OW,
 //   Kred = C/group*R*S; A = packed weights [Kout_pad, Kred_pad] row-major (zero padded);
 //   "TN": m = Kout_pad, n = Npix, k = Kred_pad, lda = ldb = Kred_pad, ldc = Kout_pad, so C is
 //   row-major [Npix, Kout_pad]. conv_bodies.h's epilogues read it that way.
@@ -101,6 +103,27 @@ GemmProblem HalfConvGemm(int64_t kout_pad, int64_t kred_pad, int64_t npix, int64
 
 /// fp32 conv GEMM: Int8ConvGemm's shape in fp32 (kout_pad/kred_pad may be unpadded).
 GemmProblem FloatConvGemm(int64_t kout_pad, int64_t kred_pad, int64_t npix, int64_t groups = 1);
+
+/// The float convs' GEMM for one group of an NCHW conv (fp32 and fp16 plans): per image,
+/// row-major Y[kout, ldc] = W[kout, ldb] A[kred, lda], where A is the im2col of the image
+/// ([C*R*S, lda], conv_bodies.h Im2colNchw*) or, for a 1x1 fp32 conv with stride 1 and no
+/// padding, the image itself ([C, H*W]); so Y is the image's NCHW output (ldc = OH*OW) or an
+/// accumulator of that shape with padded rows. Column-major that is C (pixels x kout, ldc) =
+/// A (pixels x kred, lda) B (kred x kout, ldb), "NN", batched over images with stride_b = 0.
+/// Groups run one such GEMM each, their operands offset by the group's first channel.
+struct NchwConvGemmShape {
+  int64_t pixels = 1;    // OH*OW: m
+  int64_t kout = 1;      // output channels of the group: n
+  int64_t kred = 1;      // C/group*R*S: k
+  int64_t lda = 1;       // A's row length (>= pixels)
+  int64_t ldb = 1;       // W's row length (>= kred)
+  int64_t ldc = 1;       // Y's row length (>= pixels)
+  int64_t images = 1;    // batch_count
+  int64_t stride_a = 0;  // elements between images' A
+  int64_t stride_c = 0;  // elements between images' Y
+};
+/// `ab_type` kFloat32 or kHalf; C fp32, compute 32F, alpha 1, beta 0.
+GemmProblem FloatConvGemmNchw(const NchwConvGemmShape& shape, GemmType ab_type);
 
 /// ONNX Gemm on row-major operands: Y [m, n] = alpha * op(A) op(B) + beta * Y, op(A) m x k,
 /// op(B) k x n, A stored [m, k] (or [k, m] when trans_a), B [k, n] (or [n, k] when trans_b).

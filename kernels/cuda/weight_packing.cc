@@ -17,6 +17,25 @@ ConvGemmShape MakeConvGemmShape(int64_t k, int64_t c_per_group, int64_t r, int64
   return shape;
 }
 
+NchwConvGemmShape MakeNchwConvGemmShape(const ConvDims& d, const ConvGemmShape& w, bool half) {
+  NchwConvGemmShape g;
+  g.pixels = d.oh * d.ow;
+  g.kout = w.kout;
+  g.kred = w.kred;
+  g.ldb = w.kred_pad;
+  g.images = d.n;
+  if (!half && FloatConvReadsInput(d)) {
+    g.lda = g.pixels;
+    g.stride_a = d.c * g.pixels;
+  } else {
+    g.lda = half ? RoundUpTo(g.pixels, kHalfGemmAlign) : g.pixels;
+    g.stride_a = d.c * d.r * d.s * g.lda;
+  }
+  g.ldc = half ? RoundUpTo(g.pixels, kHalfGemmAlign) : g.pixels;
+  g.stride_c = d.k * g.ldc;
+  return g;
+}
+
 ConvGemmShape MakeGemmShape(int64_t n, int64_t k, int64_t align) {
   return MakeConvGemmShape(n, k, 1, 1, 1, align);
 }

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cuda/conv_bodies.h"
+#include "kernels/cuda/gemm_problem.h"
+
 namespace qcc::cuda {
 
 /// The GEMM shape of a (grouped) conv or a GEMM's weights.
@@ -29,6 +32,14 @@ ConvGemmShape MakeConvGemmShape(int64_t k, int64_t c_per_group, int64_t r, int64
 
 /// Shape for GEMM weights [n, k] (ONNX Gemm transB = 1, QGemm's W): one group.
 ConvGemmShape MakeGemmShape(int64_t n, int64_t k, int64_t align);
+
+/// The NCHW GEMM (gemm_problem.h FloatConvGemmNchw) of a float conv with geometry `d` (d.n
+/// images) and weights shaped `w`: fp32 (half false; w unpadded) reads the input itself when
+/// FloatConvReadsInput(d), else an im2col with lda = OH*OW, and writes the output (ldc = OH*OW);
+/// fp16 (w padded to kHalfGemmAlign) reads an fp16 im2col and writes fp32 accumulators, both with
+/// rows padded to a multiple of kHalfGemmAlign (16-byte rows for the tensor cores). Group g's
+/// operands start at A + g * kred * lda, W + g * kout_pad * kred_pad and Y + g * kout * ldc.
+NchwConvGemmShape MakeNchwConvGemmShape(const ConvDims& d, const ConvGemmShape& w, bool half);
 
 /// w [groups * kout, kred] (conv [K, C/g, R, S] or GEMM [N, K], row-major) -> [groups][kout_pad]
 /// [kred_pad] with zeros in the padding.

@@ -43,14 +43,16 @@ QCC_LAUNCH_BODY(ConcatBody);
 QCC_LAUNCH_BODY(QConcatBody);
 // conv_bodies.h
 QCC_LAUNCH_BODY(Im2colInt8);
-QCC_LAUNCH_BODY(Im2colFloat);
-QCC_LAUNCH_BODY(Im2colFloatToHalf);
+QCC_LAUNCH_BODY(Im2colNchwFloat);
+QCC_LAUNCH_BODY(Im2colNchwFloatToHalf);
 QCC_LAUNCH_BODY(PadRowsInt8);
 QCC_LAUNCH_BODY(RequantEpilogue);
 QCC_LAUNCH_BODY(FloatEpilogue);
 QCC_LAUNCH_BODY(GemmEpilogueF32);
 QCC_LAUNCH_BODY(DirectQConv);
+QCC_LAUNCH_BODY(DirectQConv32);
 QCC_LAUNCH_BODY(DirectConv);
+QCC_LAUNCH_BODY(DirectConv32);
 
 #undef QCC_LAUNCH_BODY
 

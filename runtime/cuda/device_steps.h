@@ -283,7 +283,7 @@ uint64_t ConvGemmScratch(const ::qcc::cuda::ConvDims& d, const ::qcc::cuda::Conv
                          int64_t batch, uint64_t b_elem, uint64_t c_elem);
 
 /// Prepares the conv GEMM `builder(kout_pad, kred_pad, npix, groups)` (gemm_problem.h's
-/// Int8ConvGemm, HalfConvGemm, FloatConvGemm) for every batch the plan runs.
+/// Int8ConvGemm) for every batch the plan runs.
 using ConvGemmBuilder = ::qcc::cuda::GemmProblem (*)(int64_t kout_pad, int64_t kred_pad,
                                                      int64_t npix, int64_t groups);
 absl::Status PrepareConvGemms(const DevicePrepareContext& c, const ::qcc::cuda::ConvDims& d,

@@ -1,5 +1,6 @@
-// The fp32 step kinds on the device: Conv (im2col + cuBLASLt fp32 GEMM + bias/activation
-// epilogue, or a direct kernel for grouped/depthwise convs), Gemm (cuBLASLt fp32 + epilogue),
+// The fp32 step kinds on the device: Conv (cuBLASLt fp32 GEMMs per image writing NCHW, after an
+// im2col unless the conv is 1x1 with stride 1 and no padding, + a bias/activation epilogue, or a
+// direct kernel for grouped/depthwise convs), Gemm (cuBLASLt fp32 + epilogue),
 // Softmax, Unary, Binary, the pools and Concat. fp16 plans reach these steps with f32 weights
 // (widened once, as the CPU runtime does). Their group-1 convs run on cuBLASLt fp16 GEMMs with
 // fp32 accumulation (tensor cores): the weights are the plan's f16 values again and the inputs
@@ -36,15 +37,27 @@ void SetActivation(const StepActivation& a, float* lo, float* hi, float* slope) 
 struct ConvState {
   kc::ConvDims d;  // n set per run
   bool gemm = true;
-  kc::ConvGemmShape shape;  // fp32: no padding, so the plan's weights are already packed
+  kc::ConvGemmShape shape;  // the weights as the GEMM's W (fp32: as the plan has them)
   StepActivation activation;
   // fp16 plans: the weights packed as fp16 [kout_pad, kred_pad] (multiples of 8), im2col in fp16.
   bool half = false;
   const uint16_t* half_weights = nullptr;
 };
 
+// The NCHW GEMM at d.n images, and whether an im2col feeds it.
+kc::NchwConvGemmShape NchwShape(const ConvState& s, const kc::ConvDims& d) {
+  return kc::MakeNchwConvGemmShape(d, s.shape, s.half);
+}
+bool RunsIm2col(const ConvState& s) { return s.half || !kc::FloatConvReadsInput(s.d); }
+
+// Bytes of the im2col matrix (when one runs) and, for fp16, of the fp32 accumulators after it.
 uint64_t ConvScratch(const ConvState& s, int64_t batch) {
-  return s.gemm ? ConvGemmScratch(s.d, s.shape, batch, s.half ? 2 : 4, 4) : 0;
+  if (!s.gemm) return 0;
+  kc::ConvDims d = s.d;
+  d.n = batch;
+  const kc::NchwConvGemmShape g = NchwShape(s, d);
+  const uint64_t a_bytes = RunsIm2col(s) ? Align256(d.n * g.stride_a * (s.half ? 2 : 4)) : 0;
+  return a_bytes + (s.half ? Align256(d.n * g.stride_c * 4) : 0);
 }
 
 absl::Status EnqueueConv(const ConvState& s, const DeviceRunContext& c) {
@@ -60,47 +73,48 @@ absl::Status EnqueueConv(const ConvState& s, const DeviceRunContext& c) {
     a.bias = bias;
     a.y = c.out<float>(0);
     SetActivation(s.activation, &a.lo, &a.hi, &a.negative_slope);
-    return Launch<kc::DirectConv>(c, d.n * d.k * d.oh * d.ow, a, "DirectConv");
+    const int64_t n = kc::DirectConvIndices(d);
+    return kc::DirectConvFitsInt32(d) ? Launch<kc::DirectConv32>(c, n, a, "DirectConv32")
+                                      : Launch<kc::DirectConv>(c, n, a, "DirectConv");
   }
-  const int64_t npix = d.npix();
-  const int64_t im2col_elements = s.shape.groups * npix * s.shape.kred_pad;
-  float* acc = reinterpret_cast<float*>(static_cast<uint8_t*>(c.scratch) +
-                                        Align256(im2col_elements * (s.half ? 2 : 4)));
+  // A: the im2col (scratch) or the input itself; W: the packed fp16 or the plan's fp32 weights;
+  // C: the output itself (fp32) or fp32 accumulators after the im2col (fp16).
+  const kc::NchwConvGemmShape g = NchwShape(s, d);
+  const int64_t a_elements = d.n * g.stride_a;
+  const void* a_base = c.in<float>(0);
   if (s.half) {
-    kc::Im2colFloatToHalfArgs im;
-    im.d = d;
-    im.x = c.in<float>(0);
-    im.b = static_cast<uint16_t*>(c.scratch);
-    im.kred_pad = s.shape.kred_pad;
-    QCC_RETURN_IF_ERROR(Launch<kc::Im2colFloatToHalf>(c, im2col_elements, im, "Im2colFloatToHalf"));
-    const kc::GemmProblem problem =
-        kc::HalfConvGemm(s.shape.kout_pad, s.shape.kred_pad, npix, s.shape.groups);
+    kc::Im2colNchwFloatToHalfArgs im{d, c.in<float>(0), static_cast<uint16_t*>(c.scratch), g.lda};
     QCC_RETURN_IF_ERROR(
-        c.gemm->Run(problem, s.half_weights, im.b, acc, c.workspace, c.workspace_bytes, c.stream));
-  } else {
-    kc::Im2colFloatArgs im;
-    im.d = d;
-    im.x = c.in<float>(0);
-    im.b = static_cast<float*>(c.scratch);
-    im.kred_pad = s.shape.kred_pad;
-    QCC_RETURN_IF_ERROR(Launch<kc::Im2colFloat>(c, im2col_elements, im, "Im2colFloat"));
-    const kc::GemmProblem problem =
-        kc::FloatConvGemm(s.shape.kout_pad, s.shape.kred_pad, npix, s.shape.groups);
-    QCC_RETURN_IF_ERROR(
-        c.gemm->Run(problem, c.in<float>(1), im.b, acc, c.workspace, c.workspace_bytes, c.stream));
+        Launch<kc::Im2colNchwFloatToHalf>(c, a_elements, im, "Im2colNchwFloatToHalf"));
+    a_base = im.a;
+  } else if (RunsIm2col(s)) {
+    kc::Im2colNchwFloatArgs im{d, c.in<float>(0), static_cast<float*>(c.scratch), g.lda};
+    QCC_RETURN_IF_ERROR(Launch<kc::Im2colNchwFloat>(c, a_elements, im, "Im2colNchwFloat"));
+    a_base = im.a;
+  }
+  float* acc =
+      s.half ? reinterpret_cast<float*>(static_cast<uint8_t*>(c.scratch) + Align256(a_elements * 2))
+             : c.out<float>(0);
+  const int64_t ab_bytes = s.half ? 2 : 4;
+  const void* w_base = s.half ? static_cast<const void*>(s.half_weights) : c.in<float>(1);
+  const kc::GemmProblem problem =
+      kc::FloatConvGemmNchw(g, s.half ? kc::GemmType::kHalf : kc::GemmType::kFloat32);
+  for (int64_t group = 0; group < d.group; ++group) {
+    const auto* a = static_cast<const uint8_t*>(a_base) + group * g.kred * g.lda * ab_bytes;
+    const auto* w = static_cast<const uint8_t*>(w_base) +
+                    group * s.shape.kout_pad * s.shape.kred_pad * ab_bytes;
+    QCC_RETURN_IF_ERROR(c.gemm->Run(problem, a, w, acc + group * g.kout * g.ldc, c.workspace,
+                                    c.workspace_bytes, c.stream));
   }
   kc::FloatEpilogueArgs e;
   e.acc = acc;
-  e.ldc = s.shape.kout_pad;
-  e.stride_c = npix * s.shape.kout_pad;
+  e.ldc = g.ldc;
   e.bias = bias;
   e.y = c.out<float>(0);
-  e.images = d.n;
   e.channels = d.k;
-  e.spatial = d.oh * d.ow;
-  e.groups = d.group;
+  e.pixels = g.pixels;
   SetActivation(s.activation, &e.lo, &e.hi, &e.negative_slope);
-  return Launch<kc::FloatEpilogue>(c, d.n * d.k * d.oh * d.ow, e, "FloatEpilogue");
+  return Launch<kc::FloatEpilogue>(c, d.n * d.k * g.pixels, e, "FloatEpilogue");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareContext& c) {
@@ -119,12 +133,18 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareConte
     const std::vector<uint16_t> packed =
         kc::PackHalfWeights(reinterpret_cast<const float*>(c.weight(1).data()), s.shape);
     QCC_ASSIGN_OR_RETURN(s.half_weights, c.Upload(packed, "packed fp16 weights"));
-    QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::HalfConvGemm));
   } else if (s.gemm) {
-    // fp32 needs no padding: the weights [K, C/g, R, S] are the GEMM's A as they are (per group
+    // fp32 needs no padding: the weights [K, C/g, R, S] are the GEMM's W as they are (per group
     // [K/g, C/g*R*S] row-major), so the engine's weight section serves directly.
     s.shape = kc::MakeConvGemmShape(s.d.k, w.dims[1], s.d.r, s.d.s, s.d.group, kc::kFloatGemmAlign);
-    QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::FloatConvGemm));
+  }
+  if (s.gemm) {
+    QCC_RETURN_IF_ERROR(c.PrepareGemms([&](int64_t batch) {
+      kc::ConvDims d = s.d;
+      d.n = batch;
+      return kc::FloatConvGemmNchw(NchwShape(s, d),
+                                   s.half ? kc::GemmType::kHalf : kc::GemmType::kFloat32);
+    }));
   }
   const CudaKernel kernel = s.half   ? CudaKernel::kIm2colHalfGemm
                             : s.gemm ? CudaKernel::kIm2colGemm

@@ -90,7 +90,9 @@ absl::Status EnqueueQConv(const QConvState& s, const DeviceRunContext& c) {
     a.zp_out = s.zp_out;
     a.lo = s.lo;
     a.hi = s.hi;
-    return Launch<kc::DirectQConv>(c, d.n * d.k * d.oh * d.ow, a, "DirectQConv");
+    const int64_t n = kc::DirectConvIndices(d);
+    return kc::DirectConvFitsInt32(d) ? Launch<kc::DirectQConv32>(c, n, a, "DirectQConv32")
+                                      : Launch<kc::DirectQConv>(c, n, a, "DirectQConv");
   }
   const int64_t npix = d.npix();
   int8_t* b = static_cast<int8_t*>(c.scratch);

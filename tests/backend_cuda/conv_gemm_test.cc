@@ -52,6 +52,8 @@ std::vector<ConvCase> ConvCases() {
   add({1, 3, 8, 8, 4, 1, 1});                               // 1x1
   add({1, 8, 7, 9, 16, 1, 1});                              // 1x1, odd spatial
   add({3, 5, 6, 6, 7, 1, 1, 2, 2});                         // 1x1 stride 2, batch 3
+  add({3, 6, 5, 7, 4, 1, 1});                               // 1x1, batch 3 (fp32: no im2col)
+  add({2, 10, 6, 6, 10, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 5});  // grouped 1x1, batch 2
   add({1, 3, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1});             // 3x3 pad 1
   add({3, 7, 10, 11, 5, 3, 3, 2, 2, 1, 1, 1, 1});           // 3x3 stride 2, odd C/K
   add({1, 5, 12, 12, 6, 5, 5, 1, 1, 2, 2, 2, 2});           // 5x5 pad 2
@@ -238,7 +240,13 @@ std::vector<int8_t> QConvDirect(const ConvCase& g, const QConvData& data) {
   a.zp_out = data.p.zp_out;
   a.lo = data.p.lo;
   a.hi = data.p.hi;
-  ForEachIndex<DirectQConv>(static_cast<int64_t>(y.size()), a);
+  ForEachIndex<DirectQConv>(DirectConvIndices(a.d), a);
+  // The int32-offset form (what the GPU runs for such sizes) writes the same bytes.
+  EXPECT_TRUE(DirectConvFitsInt32(a.d));
+  std::vector<int8_t> y32(y.size(), 0x44);
+  a.y = y32.data();
+  ForEachIndex<DirectQConv32>(DirectConvIndices(a.d), a);
+  EXPECT_EQ(y32, y);
   return y;
 }
 
@@ -411,7 +419,40 @@ std::vector<float> AbsSums(const ConvCase& g, const std::vector<float>& x,
   a.bias = ab.data();
   std::vector<float> y(g.n * g.k * a.d.oh * a.d.ow);
   a.y = y.data();
-  ForEachIndex<DirectConv>(static_cast<int64_t>(y.size()), a);
+  ForEachIndex<DirectConv>(DirectConvIndices(a.d), a);
+  return y;
+}
+
+// conv_bodies.h's DirectConv contract written out: per output, bias[k] then the products over
+// (c, r, s) in the weights' order, padding skipped, each added in fp32 as it comes.
+std::vector<float> InOrderConv(const ConvCase& g, const Act& act, const std::vector<float>& x,
+                               const std::vector<float>& w, const std::vector<float>& bias) {
+  const ConvDims d = ToDims(g);
+  const int64_t cg = g.c / g.group, kg = g.k / g.group;
+  std::vector<float> y(g.n * g.k * d.oh * d.ow);
+  float* out = y.data();
+  for (int64_t img = 0; img < g.n; ++img) {
+    for (int64_t k = 0; k < g.k; ++k) {
+      for (int64_t oy = 0; oy < d.oh; ++oy) {
+        for (int64_t ox = 0; ox < d.ow; ++ox) {
+          float acc = bias[k];
+          for (int64_t c = 0; c < cg; ++c) {
+            for (int64_t r = 0; r < g.r; ++r) {
+              for (int64_t s = 0; s < g.s; ++s) {
+                const int64_t iy = oy * d.stride_h - d.pad_top + r * d.dilation_h;
+                const int64_t ix = ox * d.stride_w - d.pad_left + s * d.dilation_w;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                const float prod = w[((k * cg + c) * g.r + r) * g.s + s] *
+                                   x[((img * g.c + k / kg * cg + c) * g.h + iy) * g.w + ix];
+                acc = acc + prod;
+              }
+            }
+          }
+          *out++ = internal::Activate(acc, act.lo, act.hi, act.slope);
+        }
+      }
+    }
+  }
   return y;
 }
 
@@ -431,62 +472,66 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
   EXPECT_EQ(bad, 0) << what;
 }
 
+// The CUDA runtime's float conv on the host: im2col (or the input itself), one NCHW GEMM per
+// group (ReferenceGemm at the operand offsets the runtime uses), the epilogue.
 std::vector<float> FloatConvViaGemm(const ConvCase& g, const Act& act, const std::vector<float>& x,
                                     const std::vector<float>& w, const std::vector<float>& bias,
-                                    bool half, int64_t align) {
+                                    bool half) {
   const ConvDims d = ToDims(g);
-  const ConvGemmShape shape = MakeConvGemmShape(g.k, g.c / g.group, g.r, g.s, g.group, align);
-  const int64_t npix = d.npix();
-  GemmProblem prob;
-  std::vector<float> acc;
-  if (half) {
-    const std::vector<uint16_t> packed = PackHalfWeights(w.data(), shape);
-    std::vector<uint16_t> b(g.group * npix * shape.kred_pad, 0x7e00);
-    Im2colFloatToHalfArgs im;
-    im.d = d;
-    im.x = x.data();
-    im.b = b.data();
-    im.kred_pad = shape.kred_pad;
-    ForEachIndex<Im2colFloatToHalf>(static_cast<int64_t>(b.size()), im);
-    // Im2colHalf from fp16 input gives the same bits.
-    std::vector<uint16_t> xh(x.size()), b2(b.size(), 0x7e00);
-    for (size_t i = 0; i < x.size(); ++i) xh[i] = FloatToHalf(x[i]);
-    Im2colHalfArgs im2;
-    im2.d = d;
-    im2.x = xh.data();
-    im2.b = b2.data();
-    im2.kred_pad = shape.kred_pad;
-    ForEachIndex<Im2colHalf>(static_cast<int64_t>(b2.size()), im2);
-    EXPECT_EQ(b, b2);
-    prob = HalfConvGemm(shape.kout_pad, shape.kred_pad, npix, shape.groups);
-    EXPECT_TRUE(CheckGemmProblem(prob).ok()) << CheckGemmProblem(prob);
-    acc.assign(prob.c_elements(), std::nanf(""));
-    ReferenceGemm(prob, packed.data(), b.data(), acc.data());
-  } else {
-    const std::vector<float> packed = PackFloatWeights(w.data(), shape);
-    std::vector<float> b(g.group * npix * shape.kred_pad, std::nanf(""));
-    Im2colFloatArgs im;
-    im.d = d;
-    im.x = x.data();
-    im.b = b.data();
-    im.kred_pad = shape.kred_pad;
-    ForEachIndex<Im2colFloat>(static_cast<int64_t>(b.size()), im);
-    prob = FloatConvGemm(shape.kout_pad, shape.kred_pad, npix, shape.groups);
-    EXPECT_TRUE(CheckGemmProblem(prob).ok()) << CheckGemmProblem(prob);
-    acc.assign(prob.c_elements(), std::nanf(""));
-    ReferenceGemm(prob, packed.data(), b.data(), acc.data());
-  }
+  const ConvGemmShape shape = MakeConvGemmShape(g.k, g.c / g.group, g.r, g.s, g.group,
+                                                half ? kHalfGemmAlign : kFloatGemmAlign);
+  const NchwConvGemmShape ns = MakeNchwConvGemmShape(d, shape, half);
+  const GemmProblem prob = FloatConvGemmNchw(ns, half ? GemmType::kHalf : GemmType::kFloat32);
+  EXPECT_TRUE(CheckGemmProblem(prob).ok()) << CheckGemmProblem(prob);
+  EXPECT_EQ(prob.m, d.oh * d.ow);
+  EXPECT_EQ(prob.n, g.k / g.group);
+  EXPECT_EQ(prob.k, g.c / g.group * g.r * g.s);
+  EXPECT_EQ(prob.batch_count, g.n);
+  // The output buffer: fp32 GEMMs write it directly (ldc = OH*OW), fp16 ones accumulators.
   std::vector<float> y(g.n * g.k * d.oh * d.ow, std::nanf(""));
+  std::vector<float> acc_half(half ? g.n * ns.stride_c : 0, std::nanf(""));
+  float* acc = half ? acc_half.data() : y.data();
+  if (half) {
+    EXPECT_EQ(ns.lda % kHalfGemmAlign, 0);
+    const std::vector<uint16_t> packed = PackHalfWeights(w.data(), shape);
+    std::vector<uint16_t> a(g.n * ns.stride_a, 0x7e00);
+    Im2colNchwFloatToHalfArgs im{d, x.data(), a.data(), ns.lda};
+    ForEachIndex<Im2colNchwFloatToHalf>(static_cast<int64_t>(a.size()), im);
+    // Im2colNchwHalf from fp16 input gives the same bits.
+    std::vector<uint16_t> xh(x.size()), a2(a.size(), 0x7e00);
+    for (size_t i = 0; i < x.size(); ++i) xh[i] = FloatToHalf(x[i]);
+    Im2colNchwHalfArgs im2{d, xh.data(), a2.data(), ns.lda};
+    ForEachIndex<Im2colNchwHalf>(static_cast<int64_t>(a2.size()), im2);
+    EXPECT_EQ(a, a2);
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      ReferenceGemm(prob, a.data() + grp * ns.kred * ns.lda,
+                    packed.data() + grp * shape.kout_pad * shape.kred_pad,
+                    acc + grp * ns.kout * ns.ldc);
+    }
+  } else {
+    EXPECT_EQ(shape.kred_pad, shape.kred);
+    std::vector<float> a;
+    const float* a_base = x.data();
+    if (!FloatConvReadsInput(d)) {
+      a.assign(g.n * ns.stride_a, std::nanf(""));
+      Im2colNchwFloatArgs im{d, x.data(), a.data(), ns.lda};
+      ForEachIndex<Im2colNchwFloat>(static_cast<int64_t>(a.size()), im);
+      a_base = a.data();
+    } else {
+      EXPECT_EQ(ns.stride_a * g.n, static_cast<int64_t>(x.size()));
+    }
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      ReferenceGemm(prob, a_base + grp * ns.kred * ns.lda, w.data() + grp * ns.kout * ns.kred,
+                    acc + grp * ns.kout * ns.ldc);
+    }
+  }
   FloatEpilogueArgs e;
-  e.acc = acc.data();
-  e.ldc = prob.ldc;
-  e.stride_c = npix * shape.kout_pad;
+  e.acc = acc;
+  e.ldc = ns.ldc;
   e.bias = bias.data();
   e.y = y.data();
-  e.images = g.n;
   e.channels = g.k;
-  e.spatial = d.oh * d.ow;
-  e.groups = g.group;
+  e.pixels = d.oh * d.ow;
   e.lo = act.lo;
   e.hi = act.hi;
   e.negative_slope = act.slope;
@@ -505,10 +550,7 @@ TEST(CudaConvF32Host, GemmPathAndDirectMatchCpuConv) {
       const std::vector<float> bias = RandomFloats(rng, g.k, -1.0f, 1.0f);
       const std::vector<float> want = CpuConv(g, act, x, w, bias);
       const std::vector<float> scale = AbsSums(g, x, w, bias);
-      ExpectClose(FloatConvViaGemm(g, act, x, w, bias, false, kFloatGemmAlign), want, scale,
-                  "fp32 gemm");
-      ExpectClose(FloatConvViaGemm(g, act, x, w, bias, false, 4), want, scale,
-                  "fp32 gemm (padded)");
+      ExpectClose(FloatConvViaGemm(g, act, x, w, bias, false), want, scale, "fp32 gemm");
       DirectConvArgs a;
       a.d = ToDims(g);
       a.x = x.data();
@@ -519,8 +561,16 @@ TEST(CudaConvF32Host, GemmPathAndDirectMatchCpuConv) {
       a.lo = act.lo;
       a.hi = act.hi;
       a.negative_slope = act.slope;
-      ForEachIndex<DirectConv>(static_cast<int64_t>(y.size()), a);
+      ForEachIndex<DirectConv>(DirectConvIndices(a.d), a);
       ExpectClose(y, want, scale, "direct");
+      const std::vector<float> in_order = InOrderConv(g, act, x, w, bias);
+      EXPECT_EQ(0, std::memcmp(in_order.data(), y.data(), y.size() * sizeof(float)));
+      // The int32-offset form (what the GPU runs for such sizes) gives the same bits.
+      EXPECT_TRUE(DirectConvFitsInt32(a.d));
+      std::vector<float> y32(want.size(), std::nanf(""));
+      a.y = y32.data();
+      ForEachIndex<DirectConv32>(DirectConvIndices(a.d), a);
+      EXPECT_EQ(0, std::memcmp(y32.data(), y.data(), y.size() * sizeof(float)));
       ++checked;
     }
   }
@@ -537,7 +587,7 @@ TEST(CudaConvF16Host, HalfGemmPathMatchesCpuConvOnRoundedOperands) {
     std::vector<float> x = RandomFloats(rng, g.n * g.c * g.h * g.w, -2.0f, 2.0f);
     std::vector<float> w = RandomFloats(rng, g.k * g.c / g.group * g.r * g.s, -1.0f, 1.0f);
     const std::vector<float> bias = RandomFloats(rng, g.k, -1.0f, 1.0f);
-    const std::vector<float> y = FloatConvViaGemm(g, act, x, w, bias, true, kHalfGemmAlign);
+    const std::vector<float> y = FloatConvViaGemm(g, act, x, w, bias, true);
     for (float& v : x) v = HalfToFloat(FloatToHalf(v));
     for (float& v : w) v = HalfToFloat(FloatToHalf(v));
     ExpectClose(y, CpuConv(g, act, x, w, bias), AbsSums(g, x, w, bias), "fp16 gemm");
@@ -553,9 +603,8 @@ TEST(CudaConvF16Host, EpilogueWritesHalfBits) {
   e.ldc = 1;
   e.bias = bias;
   e.y_half = y;
-  e.images = 4;
   e.channels = 1;
-  e.spatial = 1;
+  e.pixels = 1;
   e.lo = -1.0f;
   ForEachIndex<FloatEpilogue>(4, e);
   EXPECT_EQ(y[0], FloatToHalf(2.0f));

@@ -311,13 +311,24 @@ TEST(CudaEngineGpuTest, ConvIm2colGemmAndDirect) {
     int64_t c, k, r;
     ConvGeometry g;
     bool bias;
+    CudaKernel recorded = CudaKernel::kNone;
   };
-  const Case cases[] = {{5, 6, 3, Geometry(2, 1, 1, 1), true},
-                        {4, 4, 3, Geometry(1, 1, 1, 4), true},
-                        {4, 6, 3, Geometry(1, 2, 2, 2), false},
-                        {3, 8, 1, Geometry(1, 0, 1, 1), false}};
+  const Case cases[] = {
+      {5, 6, 3, Geometry(2, 1, 1, 1), true},   // im2col + GEMM
+      {4, 4, 3, Geometry(1, 1, 1, 4), true},   // depthwise: direct
+      {4, 6, 3, Geometry(1, 2, 2, 2), false},  // grouped, dilated: direct
+      {3, 8, 1, Geometry(1, 0, 1, 1), false},  // 1x1: the GEMM reads the input itself
+      {3, 8, 1, Geometry(2, 0, 1, 1), true},   // 1x1 stride 2: im2col
+      // grouped convs on GEMMs (one per group; the 1x1 one reading the input at group offsets),
+      // and a group-1 conv on the direct kernel
+      {4, 6, 3, Geometry(1, 2, 2, 2), true, CudaKernel::kIm2colGemm},
+      {6, 9, 1, Geometry(1, 0, 1, 3), true, CudaKernel::kIm2colGemm},
+      {5, 6, 3, Geometry(2, 1, 1, 1), true, CudaKernel::kDirectConv},
+  };
   for (const Case& t : cases) {
-    SCOPED_TRACE(::testing::Message() << "conv c" << t.c << " group " << t.g.group);
+    SCOPED_TRACE(::testing::Message()
+                 << "conv c" << t.c << " k" << t.k << " " << t.r << "x" << t.r << " group "
+                 << t.g.group << " stride " << t.g.stride_h << " " << CudaKernelName(t.recorded));
     PlanBuilder b(1, 3);
     const int64_t h = 9, w = 10;
     const int32_t x = b.Input("x", kF32, {-1, t.c, h, w});
@@ -334,6 +345,10 @@ TEST(CudaEngineGpuTest, ConvIm2colGemmAndDirect) {
     std::vector<int32_t> inputs = {x, wt};
     if (t.bias) inputs.push_back(b.Weight("b", kF32, {t.k}, RandomFloats(t.k, 92, -1, 1)));
     b.Step(StepKind::kConv, "conv", inputs, {y}, p);
+    if (t.recorded != CudaKernel::kNone) {
+      b.plan().target = std::string(kCudaTarget);
+      b.plan().steps[0].cuda_kernel = t.recorded;
+    }
     ExpectGpuMatchesCpu(b.plan(), [&](int64_t n) {
       return std::vector<Tensor>{RandomFloat({n, t.c, h, w}, 93)};
     });
