@@ -338,9 +338,9 @@ struct DirectConvRun {
 
   /// Calls tap(j, weight, input) for each tap (c, r, s) in the weights' order and, within it,
   /// each output j < kRun of the run: `input` points at the input element, or is null in the
-  /// spatial padding. Outputs j >= count get taps too (their reads stay inside the input rows);
-  /// the caller writes only j < count.
-  template <typename T, typename Tap>
+  /// spatial padding (kPaddingTaps false: no call for a padding tap). Outputs j >= count get
+  /// taps too (their reads stay inside the input rows); the caller writes only j < count.
+  template <bool kPaddingTaps, typename T, typename Tap>
   QCC_HOST_DEVICE void ForEachTap(const ConvDims& d, const T* x, const T* w, Tap&& tap) const {
     const Index h = static_cast<Index>(d.h), wd = static_cast<Index>(d.w);
     const Index r_n = static_cast<Index>(d.r), s_n = static_cast<Index>(d.s);
@@ -356,11 +356,14 @@ struct DirectConvRun {
       for (Index r = 0; r < r_n; ++r, wk += s_n) {
         const Index iy = iy0 + r * dil_h;
         const bool row_inside = iy >= 0 && iy < h;
+        if (!kPaddingTaps && !row_inside) continue;
         const T* row = plane + (row_inside ? iy * wd : 0);
         for (Index s = 0; s < s_n; ++s) {
+          const T weight = wk[s];
           Index ix = ix0 + s * dil_w;
           for (int j = 0; j < kRun; ++j, ix += stride_w) {
-            tap(j, wk[s], row_inside && ix >= 0 && ix < wd ? row + ix : nullptr);
+            const bool inside = row_inside && ix >= 0 && ix < wd;
+            if (kPaddingTaps || inside) tap(j, weight, inside ? row + ix : nullptr);
           }
         }
       }
@@ -394,7 +397,7 @@ struct DirectQConvOf {
     const uint32_t b = static_cast<uint32_t>(a.bias != nullptr ? a.bias[o.k] : 0);
     uint32_t acc[Outputs::kRun];
     for (int j = 0; j < Outputs::kRun; ++j) acc[j] = b;
-    o.ForEachTap(a.d, a.x, a.w, [&](int j, int8_t w, const int8_t* x) {
+    o.template ForEachTap<true>(a.d, a.x, a.w, [&](int j, int8_t w, const int8_t* x) {
       const int32_t v = x != nullptr ? int32_t{*x} : a.pad_value;
       acc[j] += static_cast<uint32_t>(int32_t{w} * v);
     });
@@ -431,11 +434,9 @@ struct DirectConvOf {
     const float b = a.bias != nullptr ? a.bias[o.k] : 0.0f;
     float acc[Outputs::kRun];
     for (int j = 0; j < Outputs::kRun; ++j) acc[j] = b;
-    o.ForEachTap(a.d, a.x, a.w, [&](int j, float w, const float* x) {
-      if (x != nullptr) {
-        const float prod = w * *x;
-        acc[j] = acc[j] + prod;
-      }
+    o.template ForEachTap<false>(a.d, a.x, a.w, [&](int j, float w, const float* x) {
+      const float prod = w * *x;
+      acc[j] = acc[j] + prod;
     });
     for (int j = 0; j < Outputs::kRun; ++j) {
       if (j < o.count) {
