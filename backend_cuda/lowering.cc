@@ -89,10 +89,11 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
                       " products each (own kernel", int8 ? ", bit-exact requantize" : "", ")");
       }
       if (int8) {
-        return choice(CudaKernel::kIm2colImma, "int8 NCHW: im2col [N*OH*OW, ", RoundUp4(kred),
-                      "] + cuBLASLt IMMA TN m=", RoundUp4(kout), " k=", RoundUp4(kred), " (Kout ",
-                      kout, ", Kred ", kred, ", weights packed [", RoundUp4(kout), ", ",
-                      RoundUp4(kred), "] at load) -> int32 + requantize epilogue (own, bit-exact)");
+        return choice(CudaKernel::kIm2colImma, "int8 NCHW: per image, im2col [OH*OW (to 4), ",
+                      RoundUp4(kred), "] + cuBLASLt IMMA TN m=OH*OW (to 4) n=", kout,
+                      " k=", RoundUp4(kred), " (Kred ", kred, ", weights packed [", RoundUp4(kout),
+                      ", ", RoundUp4(kred),
+                      "] at load) -> NCHW int32 + requantize epilogue (own, bit-exact)");
       }
       const bool half = w->dtype == DType::kFloat16;
       return choice(half ? CudaKernel::kIm2colHalfGemm : CudaKernel::kIm2colGemm,

@@ -69,7 +69,7 @@ inline constexpr absl::string_view kCudaTarget = "cuda";
 /// "cuda" plan has one.
 enum class CudaKernel : uint8_t {
   kNone,            ///< no choice recorded (not a "cuda" plan)
-  kIm2colImma,      ///< int8 conv, group 1: im2col + cuBLASLt IMMA "TN" GEMM + requant epilogue
+  kIm2colImma,      ///< int8 conv, group 1: im2col + cuBLASLt IMMA "TN" GEMM per image + requant
   kImma,            ///< int8 Gemm/MatMul: row pad + cuBLASLt IMMA "TN" GEMM + requant epilogue
   kDirectQConv,     ///< int8 grouped/depthwise conv: a thread per 4 outputs of a row (own)
   kIm2colGemm,      ///< fp32 conv, group 1: (im2col +) cuBLASLt fp32 GEMM per image + epilogue

@@ -1,10 +1,10 @@
 // Index bodies (launch.h) of convolution and GEMM on the CUDA backend: im2col into a GEMM operand,
 // the row padding of QGemm's activations, the epilogues that turn the GEMM's accumulators into
 // the step's output (int8 requantize, float bias + activation), and direct convolutions for
-// depthwise/grouped convs with a small reduction. The layouts are those of gemm_problem.h: int8,
-// per group g, im2col B_g = [Npix, Kred_pad] row-major and C_g = [Npix, Kout_pad] row-major int32
-// (ldc = Kout_pad), groups stacked at fixed strides; fp32 and fp16, per image, im2col A =
-// [C*R*S, lda] and C = [K, ldc] (NCHW), or no im2col at all for 1x1 convs in fp32.
+// depthwise/grouped convs with a small reduction. The layouts are those of gemm_problem.h, per
+// image: int8 im2col rows [group][P_pad, Kred_pad] and accumulators C = [K, P_pad] (NCHW); fp32
+// and fp16 im2col A = [C*R*S, lda] and C = [K, ldc] (NCHW), or no im2col at all for 1x1 fp32
+// convs. QGemm's layout is the conv GEMM's of issue 5: C = [M, N_pad] row-major.
 //
 // The int8 bodies compute qconv.h's / qgemm.h's contract exactly (tests/backend_cuda/
 // conv_gemm_test.cc proves them bit-identical to the CPU references): int32 sums wrap modulo
@@ -15,6 +15,7 @@
 #define QCC_KERNELS_CUDA_CONV_BODIES_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cuda/index_math.h"
 #include "support/float16.h"
@@ -46,22 +47,6 @@ inline constexpr float kFloatInfinity = __builtin_huge_valf();
 
 namespace internal {
 
-/// Offset in the NCHW input of column `col` (< kred) of im2col row `pix` of group `g`, or -1
-/// when that tap falls in the padding. Column order is the weights' (c, r, s).
-QCC_HOST_DEVICE inline int64_t Im2colSource(const ConvDims& d, int64_t g, int64_t pix,
-                                            int64_t col) {
-  const QuotRem col_s = DivRem(col, d.s);
-  const QuotRem cr = DivRem(col_s.quot, d.r);
-  const int64_t s = col_s.rem, r = cr.rem, c = cr.quot;
-  const QuotRem pix_ox = DivRem(pix, d.ow);
-  const QuotRem t = DivRem(pix_ox.quot, d.oh);
-  const int64_t ox = pix_ox.rem, oy = t.rem, img = t.quot;
-  const int64_t iy = oy * d.stride_h - d.pad_top + r * d.dilation_h;
-  const int64_t ix = ox * d.stride_w - d.pad_left + s * d.dilation_w;
-  if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w) return -1;
-  return ((img * d.c + g * d.c_per_group() + c) * d.h + iy) * d.w + ix;
-}
-
 /// The fused float activation (file comment).
 QCC_HOST_DEVICE inline float Activate(float v, float lo, float hi, float slope) {
   v = v < 0.0f ? v * slope : v;
@@ -73,22 +58,8 @@ QCC_HOST_DEVICE inline float Activate(float v, float lo, float hi, float slope) 
 
 // ---- im2col -----------------------------------------------------------------------------------
 
-/// im2col of all groups into B = [group][Npix][kred_pad] (row-major per group), from input
-/// elements In to B elements Out (the same type, or fp32 to fp16 bits through FloatToHalf).
-/// n = d.group * d.npix() * kred_pad; i = (g * Npix + pix) * kred_pad + col is also the output
-/// offset (coalesced writes). Column col < Kred is tap (c, r, s) = the weights' order; spatial
-/// padding reads `pad_value` (int8: the input zero point, QConvStepParams::pad_value; float and
-/// fp16: 0); columns [Kred, kred_pad) are 0.
-template <typename In, typename Out>
-struct Im2colArgsOf {
-  ConvDims d;
-  const In* x = nullptr;  // [N, C, H, W]
-  Out* b = nullptr;       // [group, Npix, kred_pad]
-  int64_t kred_pad = 0;
-  int32_t pad_value = 0;
-};
-
 namespace internal {
+/// im2col's element conversion: none, or fp32 to fp16 bits through FloatToHalf.
 template <typename In, typename Out>
 struct Im2colConvert {
   static QCC_HOST_DEVICE Out Of(In v) { return v; }
@@ -99,24 +70,58 @@ struct Im2colConvert<float, uint16_t> {
 };
 }  // namespace internal
 
-template <typename In, typename Out>
-struct Im2colOf {
-  static QCC_HOST_DEVICE void Run(const Im2colArgsOf<In, Out>& a, int64_t i) {
-    const QuotRem t = DivRem(i, a.kred_pad);
-    const int64_t col = t.rem;
-    Out v = 0;
-    if (col < a.d.kred()) {
-      const QuotRem g_pix = DivRem(t.quot, a.d.npix());
-      const int64_t src = internal::Im2colSource(a.d, g_pix.quot, g_pix.rem, col);
-      v = src < 0 ? static_cast<Out>(a.pad_value) : internal::Im2colConvert<In, Out>::Of(a.x[src]);
+/// int8 im2col for the per-image IMMA conv GEMM (gemm_problem.h Int8ConvGemmNchw): A =
+/// [N][group][P_pad][kred_pad] whose row p < P = OH*OW of group g holds the taps (c, r, s) of
+/// output pixel p in the weights' order (pad_value, the input zero point, in the spatial
+/// padding), with zeros in columns [Kred, kred_pad) and in rows [P, P_pad). Each index writes 4
+/// consecutive bytes of a row as one word (kred_pad is a multiple of 4, A 4-byte aligned):
+/// n = N * group * P_pad * kred_pad / 4; i = the byte offset / 4.
+struct Im2colRowsInt8Args {
+  ConvDims d;
+  const int8_t* x = nullptr;  // [N, C, H, W]
+  int8_t* a = nullptr;        // [N, group, pixels_pad, kred_pad]
+  int64_t pixels_pad = 0, kred_pad = 0;
+  int32_t pad_value = 0;
+};
+struct Im2colRowsInt8 {
+  static QCC_HOST_DEVICE void Run(const Im2colRowsInt8Args& a, int64_t i) {
+    const ConvDims& d = a.d;
+    const QuotRem t = DivRem(i * 4, a.kred_pad);
+    const QuotRem row = DivRem(t.quot, a.pixels_pad);
+    uint32_t word = 0;
+    if (row.rem < d.oh * d.ow) {
+      const QuotRem img_g = DivRem(row.quot, d.group);
+      const QuotRem pix = DivRem(row.rem, d.ow);
+      const QuotRem col_s = DivRem(t.rem, d.s);
+      const QuotRem cr = DivRem(col_s.quot, d.r);
+      int64_t c = cr.quot, r = cr.rem, s = col_s.rem;
+      const int8_t* plane = a.x + (img_g.quot * d.c + img_g.rem * d.c_per_group()) * d.h * d.w;
+      const int64_t iy0 = pix.quot * d.stride_h - d.pad_top;
+      const int64_t ix0 = pix.rem * d.stride_w - d.pad_left;
+      const int64_t taps = d.kred() - t.rem;
+      for (int j = 0; j < 4 && j < taps; ++j) {
+        const int64_t iy = iy0 + r * d.dilation_h, ix = ix0 + s * d.dilation_w;
+        const int32_t v = iy >= 0 && iy < d.h && ix >= 0 && ix < d.w
+                              ? int32_t{plane[(c * d.h + iy) * d.w + ix]}
+                              : a.pad_value;
+        word |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * j);
+        if (++s == d.s) {
+          s = 0;
+          if (++r == d.r) {
+            r = 0;
+            ++c;
+          }
+        }
+      }
     }
-    a.b[i] = v;
+    // Little-endian on both sides: byte j of the word is column t.rem + j.
+#if defined(__CUDA_ARCH__)
+    *reinterpret_cast<uint32_t*>(a.a + i * 4) = word;
+#else
+    std::memcpy(a.a + i * 4, &word, sizeof(word));
+#endif
   }
 };
-
-/// int8 im2col (pad_value: the input zero point).
-using Im2colInt8Args = Im2colArgsOf<int8_t, int8_t>;
-using Im2colInt8 = Im2colOf<int8_t, int8_t>;
 
 /// im2col for the float convs' NCHW GEMMs (gemm_problem.h FloatConvGemmNchw): per image, A =
 /// [C*R*S][lda] with A[img][(c * R + r) * S + s][p] = the input tap (c, r, s) of output pixel
@@ -204,9 +209,10 @@ struct PadRowsFloatToHalf {
 /// int8 output from the GEMM's int32 accumulators:
 ///   y[img, k, p] = Requantize(acc + bias[k], multiplier[k], zp_out, lo, hi)
 /// acc = acc[g * stride_c + (img * spatial + p) * ldc + (k - g * Kg)], g = k / Kg,
-/// Kg = channels / groups (conv: C_g row-major [Npix, Kout_pad], ldc = Kout_pad, stride_c =
-/// Npix * Kout_pad; spatial = OH * OW, images = N; QGemm: images = M, channels = N, spatial = 1,
-/// groups = 1, ldc = N_pad, giving y [M, N]). The sum acc + bias wraps modulo 2^32.
+/// Kg = channels / groups (Int8ConvGemm's pixel-major C_g [Npix, Kout_pad], ldc = Kout_pad,
+/// stride_c = Npix * Kout_pad, spatial = OH * OW, images = N; QGemm, its one user: images = M,
+/// channels = N, spatial = 1, groups = 1, ldc = N_pad, giving y [M, N]). The sum acc + bias
+/// wraps modulo 2^32.
 /// n = images * channels * spatial; i = (img * channels + k) * spatial + p (the NCHW output
 /// offset: coalesced writes).
 struct RequantEpilogueArgs {
@@ -228,6 +234,29 @@ struct RequantEpilogue {
     const int32_t acc = a.acc[g * a.stride_c + (img * a.spatial + p) * a.ldc + (k - g * kg)];
     const uint32_t sum =
         static_cast<uint32_t>(acc) + static_cast<uint32_t>(a.bias != nullptr ? a.bias[k] : 0);
+    a.y[i] = Requantize(static_cast<int32_t>(sum), a.multiplier[k], a.zp_out, a.lo, a.hi);
+  }
+};
+
+/// int8 output of the per-image IMMA conv GEMM (Int8ConvGemmNchw), C = [images][channels][ldc]
+/// int32: y[i] = Requantize(acc[(img * channels + k) * ldc + p] + bias[k], multiplier[k], zp_out,
+/// lo, hi), the sum wrapping modulo 2^32. n = images * channels * pixels; i = (img * channels +
+/// k) * pixels + p (the NCHW output offset: reads and writes coalesced).
+struct RequantEpilogueNchwArgs {
+  const int32_t* acc = nullptr;
+  int64_t ldc = 0;
+  const int32_t* bias = nullptr;      // [channels]; null: 0
+  const float* multiplier = nullptr;  // [channels]
+  int8_t* y = nullptr;                // [images, channels, pixels]
+  int64_t channels = 1, pixels = 1;
+  int32_t zp_out = 0, lo = -128, hi = 127;
+};
+struct RequantEpilogueNchw {
+  static QCC_HOST_DEVICE void Run(const RequantEpilogueNchwArgs& a, int64_t i) {
+    const QuotRem t = DivRem(i, a.pixels);
+    const int64_t k = IndexMod(t.quot, a.channels);
+    const uint32_t sum = static_cast<uint32_t>(a.acc[t.quot * a.ldc + t.rem]) +
+                         static_cast<uint32_t>(a.bias != nullptr ? a.bias[k] : 0);
     a.y[i] = Requantize(static_cast<int32_t>(sum), a.multiplier[k], a.zp_out, a.lo, a.hi);
   }
 };

@@ -150,6 +150,14 @@ GemmProblem FloatConvGemmNchw(const NchwConvGemmShape& g, GemmType ab_type) {
   return p;
 }
 
+GemmProblem Int8ConvGemmNchw(const NchwConvGemmShape& g) {
+  GemmProblem p = FloatConvGemmNchw(g, GemmType::kInt8);
+  p.c_type = GemmType::kInt32;
+  p.compute = GemmCompute::kInt32;
+  p.op_a = GemmOp::kT;
+  return p;
+}
+
 GemmProblem FloatGemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alpha,
                       float beta, GemmType ab_type) {
   // Row-major Y [m, n] is column-major Y^T (n x m) = op(B)^T op(A)^T. Row-major B as stored is

@@ -14,7 +14,9 @@
 //
 // The layouts the backend uses (fixed for issue 5; the float convs changed since):
 // - Float Conv (fp32 and fp16): FloatConvGemmNchw below, which writes NCHW.
-// - Int8 Conv, per group g (batch index = g): B = im2col [Npix, Kred_pad] row-major, Npix =
+// - Int8 Conv: Int8ConvGemmNchw below, which writes NCHW accumulators. The layout that follows
+//   is QGemm's, and was the int8 convs' (batch index = group g): B = im2col [Npix, Kred_pad]
+//   row-major, Npix =
 // N*OH*OW,
 //   Kred = C/group*R*S; A = packed weights [Kout_pad, Kred_pad] row-major (zero padded);
 //   "TN": m = Kout_pad, n = Npix, k = Kred_pad, lda = ldb = Kred_pad, ldc = Kout_pad, so C is
@@ -115,7 +117,7 @@ struct NchwConvGemmShape {
   int64_t pixels = 1;    // OH*OW: m
   int64_t kout = 1;      // output channels of the group: n
   int64_t kred = 1;      // C/group*R*S: k
-  int64_t lda = 1;       // A's row length (>= pixels)
+  int64_t lda = 1;       // A's leading dimension (float: >= pixels; int8: kred)
   int64_t ldb = 1;       // W's row length (>= kred)
   int64_t ldc = 1;       // Y's row length (>= pixels)
   int64_t images = 1;    // batch_count
@@ -124,6 +126,13 @@ struct NchwConvGemmShape {
 };
 /// `ab_type` kFloat32 or kHalf; C fp32, compute 32F, alpha 1, beta 0.
 GemmProblem FloatConvGemmNchw(const NchwConvGemmShape& shape, GemmType ab_type);
+
+/// The int8 convs' GEMM for one group, per image, in IMMA's "TN" form: column-major C (pixels x
+/// kout, ldc; int32) = A^T B where A is the image's im2col stored [pixels][kred] row-major (lda;
+/// conv_bodies.h Im2colRowsInt8) and B the packed weights [kout_pad][kred] (ldb), so C is the
+/// image's NCHW accumulators [kout][ldc]. shape.pixels, kred, lda, ldb and ldc are multiples of 4
+/// (weight_packing.h MakeInt8NchwConvGemmShape); batched over images with stride_b = 0.
+GemmProblem Int8ConvGemmNchw(const NchwConvGemmShape& shape);
 
 /// ONNX Gemm on row-major operands: Y [m, n] = alpha * op(A) op(B) + beta * Y, op(A) m x k,
 /// op(B) k x n, A stored [m, k] (or [k, m] when trans_a), B [k, n] (or [n, k] when trans_b).

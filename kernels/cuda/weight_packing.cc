@@ -36,6 +36,18 @@ NchwConvGemmShape MakeNchwConvGemmShape(const ConvDims& d, const ConvGemmShape& 
   return g;
 }
 
+NchwConvGemmShape MakeInt8NchwConvGemmShape(const ConvDims& d, const ConvGemmShape& w) {
+  NchwConvGemmShape g;
+  g.pixels = RoundUpTo(d.oh * d.ow, kInt8GemmAlign);
+  g.kout = w.kout;
+  g.kred = g.lda = g.ldb = w.kred_pad;
+  g.ldc = g.pixels;
+  g.images = d.n;
+  g.stride_a = d.group * g.pixels * g.lda;
+  g.stride_c = d.k * g.ldc;
+  return g;
+}
+
 ConvGemmShape MakeGemmShape(int64_t n, int64_t k, int64_t align) {
   return MakeConvGemmShape(n, k, 1, 1, 1, align);
 }

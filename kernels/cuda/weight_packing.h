@@ -41,6 +41,12 @@ ConvGemmShape MakeGemmShape(int64_t n, int64_t k, int64_t align);
 /// operands start at A + g * kred * lda, W + g * kout_pad * kred_pad and Y + g * kout * ldc.
 NchwConvGemmShape MakeNchwConvGemmShape(const ConvDims& d, const ConvGemmShape& w, bool half);
 
+/// The per-image IMMA GEMM (gemm_problem.h Int8ConvGemmNchw) of an int8 conv with geometry `d` and
+/// weights shaped `w` (padded to kInt8GemmAlign): m = pixels = OH*OW rounded up to 4, k = kred =
+/// lda = ldb = w.kred_pad, n = w.kout, ldc = pixels. Group g's operands start at
+/// A + g * pixels * kred, W + g * kout_pad * kred_pad and C + g * kout * ldc.
+NchwConvGemmShape MakeInt8NchwConvGemmShape(const ConvDims& d, const ConvGemmShape& w);
+
 /// w [groups * kout, kred] (conv [K, C/g, R, S] or GEMM [N, K], row-major) -> [groups][kout_pad]
 /// [kred_pad] with zeros in the padding.
 std::vector<int8_t> PackInt8Weights(const int8_t* w, const ConvGemmShape& shape);

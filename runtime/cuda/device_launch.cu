@@ -42,11 +42,12 @@ QCC_LAUNCH_BODY(PadBody);
 QCC_LAUNCH_BODY(ConcatBody);
 QCC_LAUNCH_BODY(QConcatBody);
 // conv_bodies.h
-QCC_LAUNCH_BODY(Im2colInt8);
+QCC_LAUNCH_BODY(Im2colRowsInt8);
 QCC_LAUNCH_BODY(Im2colNchwFloat);
 QCC_LAUNCH_BODY(Im2colNchwFloatToHalf);
 QCC_LAUNCH_BODY(PadRowsInt8);
 QCC_LAUNCH_BODY(RequantEpilogue);
+QCC_LAUNCH_BODY(RequantEpilogueNchw);
 QCC_LAUNCH_BODY(FloatEpilogue);
 QCC_LAUNCH_BODY(GemmEpilogueF32);
 QCC_LAUNCH_BODY(DirectQConv);

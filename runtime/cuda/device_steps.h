@@ -277,18 +277,6 @@ absl::Status Launch(const DeviceRunContext& c, int64_t n, const BodyArgs<Body>& 
 /// depthwise conv's small reduction per output would waste a GEMM).
 bool ConvRunsAsGemm(CudaKernel recorded, int64_t group);
 
-/// Scratch of an im2col + GEMM conv at `batch`: the im2col matrix (`b_elem` bytes an element)
-/// and the accumulators (`c_elem` bytes), each 256-byte aligned.
-uint64_t ConvGemmScratch(const ::qcc::cuda::ConvDims& d, const ::qcc::cuda::ConvGemmShape& shape,
-                         int64_t batch, uint64_t b_elem, uint64_t c_elem);
-
-/// Prepares the conv GEMM `builder(kout_pad, kred_pad, npix, groups)` (gemm_problem.h's
-/// Int8ConvGemm) for every batch the plan runs.
-using ConvGemmBuilder = ::qcc::cuda::GemmProblem (*)(int64_t kout_pad, int64_t kred_pad,
-                                                     int64_t npix, int64_t groups);
-absl::Status PrepareConvGemms(const DevicePrepareContext& c, const ::qcc::cuda::ConvDims& d,
-                              const ::qcc::cuda::ConvGemmShape& shape, ConvGemmBuilder builder);
-
 /// Elements of `b` at `batch` (no allocation).
 int64_t ElementsAt(const PlanBuffer& b, int64_t batch);
 /// Extent `axis` of `b` at `batch`.

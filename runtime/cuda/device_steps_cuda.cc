@@ -183,18 +183,4 @@ bool ConvRunsAsGemm(CudaKernel recorded, int64_t group) {
   return group == 1;
 }
 
-uint64_t ConvGemmScratch(const ::qcc::cuda::ConvDims& d, const ::qcc::cuda::ConvGemmShape& shape,
-                         int64_t batch, uint64_t b_elem, uint64_t c_elem) {
-  const uint64_t npix = static_cast<uint64_t>(batch * d.oh * d.ow);
-  return Align256(shape.groups * npix * shape.kred_pad * b_elem) +
-         Align256(shape.groups * npix * shape.kout_pad * c_elem);
-}
-
-absl::Status PrepareConvGemms(const DevicePrepareContext& c, const ::qcc::cuda::ConvDims& d,
-                              const ::qcc::cuda::ConvGemmShape& shape, ConvGemmBuilder builder) {
-  return c.PrepareGemms([&](int64_t batch) {
-    return builder(shape.kout_pad, shape.kred_pad, batch * d.oh * d.ow, shape.groups);
-  });
-}
-
 }  // namespace qcc::runtime::cuda_exec

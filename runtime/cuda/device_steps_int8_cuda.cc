@@ -70,8 +70,18 @@ struct QConvState {
   int32_t pad_value = 0, zp_out = 0, lo = -128, hi = 127;
 };
 
+// The per-image IMMA GEMM at d.n images.
+kc::NchwConvGemmShape QConvNchwShape(const QConvState& s, const kc::ConvDims& d) {
+  return kc::MakeInt8NchwConvGemmShape(d, s.shape);
+}
+
+// Bytes of the im2col matrix and of the int32 accumulators after it.
 uint64_t QConvScratch(const QConvState& s, int64_t batch) {
-  return s.gemm ? ConvGemmScratch(s.d, s.shape, batch, 1, 4) : 0;
+  if (!s.gemm) return 0;
+  kc::ConvDims d = s.d;
+  d.n = batch;
+  const kc::NchwConvGemmShape g = QConvNchwShape(s, d);
+  return Align256(d.n * g.stride_a) + Align256(d.n * g.stride_c * 4);
 }
 
 absl::Status EnqueueQConv(const QConvState& s, const DeviceRunContext& c) {
@@ -94,37 +104,36 @@ absl::Status EnqueueQConv(const QConvState& s, const DeviceRunContext& c) {
     return kc::DirectConvFitsInt32(d) ? Launch<kc::DirectQConv32>(c, n, a, "DirectQConv32")
                                       : Launch<kc::DirectQConv>(c, n, a, "DirectQConv");
   }
-  const int64_t npix = d.npix();
-  int8_t* b = static_cast<int8_t*>(c.scratch);
-  int32_t* acc = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(c.scratch) +
-                                            Align256(s.shape.groups * npix * s.shape.kred_pad));
-  kc::Im2colInt8Args im;
+  const kc::NchwConvGemmShape g = QConvNchwShape(s, d);
+  const int64_t a_bytes = d.n * g.stride_a;
+  kc::Im2colRowsInt8Args im;
   im.d = d;
   im.x = c.in<int8_t>(0);
-  im.b = b;
-  im.kred_pad = s.shape.kred_pad;
+  im.a = static_cast<int8_t*>(c.scratch);
+  im.pixels_pad = g.pixels;
+  im.kred_pad = g.kred;
   im.pad_value = s.pad_value;
-  QCC_RETURN_IF_ERROR(
-      Launch<kc::Im2colInt8>(c, s.shape.groups * npix * s.shape.kred_pad, im, "Im2colInt8"));
-  const kc::GemmProblem problem =
-      kc::Int8ConvGemm(s.shape.kout_pad, s.shape.kred_pad, npix, s.shape.groups);
-  QCC_RETURN_IF_ERROR(
-      c.gemm->Run(problem, s.packed, b, acc, c.workspace, c.workspace_bytes, c.stream));
-  kc::RequantEpilogueArgs e;
+  QCC_RETURN_IF_ERROR(Launch<kc::Im2colRowsInt8>(c, a_bytes / 4, im, "Im2colRowsInt8"));
+  int32_t* acc = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(c.scratch) + Align256(a_bytes));
+  const kc::GemmProblem problem = kc::Int8ConvGemmNchw(g);
+  for (int64_t group = 0; group < d.group; ++group) {
+    QCC_RETURN_IF_ERROR(c.gemm->Run(problem, im.a + group * g.pixels * g.kred,
+                                    s.packed + group * s.shape.kout_pad * s.shape.kred_pad,
+                                    acc + group * g.kout * g.ldc, c.workspace, c.workspace_bytes,
+                                    c.stream));
+  }
+  kc::RequantEpilogueNchwArgs e;
   e.acc = acc;
-  e.ldc = s.shape.kout_pad;
-  e.stride_c = npix * s.shape.kout_pad;
+  e.ldc = g.ldc;
   e.bias = c.in<int32_t>(2);
   e.multiplier = c.in<float>(3);
   e.y = c.out<int8_t>(0);
-  e.images = d.n;
   e.channels = d.k;
-  e.spatial = d.oh * d.ow;
-  e.groups = d.group;
+  e.pixels = d.oh * d.ow;
   e.zp_out = s.zp_out;
   e.lo = s.lo;
   e.hi = s.hi;
-  return Launch<kc::RequantEpilogue>(c, d.n * d.k * d.oh * d.ow, e, "RequantEpilogue");
+  return Launch<kc::RequantEpilogueNchw>(c, d.n * d.k * d.oh * d.ow, e, "RequantEpilogueNchw");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareQConv(const DevicePrepareContext& c) {
@@ -142,7 +151,11 @@ absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareQConv(const DevicePrepareCont
     const std::vector<int8_t> packed =
         kc::PackInt8Weights(reinterpret_cast<const int8_t*>(c.weight(1).data()), s.shape);
     QCC_ASSIGN_OR_RETURN(s.packed, c.Upload(packed, "packed int8 weights"));
-    QCC_RETURN_IF_ERROR(PrepareConvGemms(c, s.d, s.shape, kc::Int8ConvGemm));
+    QCC_RETURN_IF_ERROR(c.PrepareGemms([&](int64_t batch) {
+      kc::ConvDims d = s.d;
+      d.n = batch;
+      return kc::Int8ConvGemmNchw(QConvNchwShape(s, d));
+    }));
   }
   const CudaKernel kernel = s.gemm ? CudaKernel::kIm2colImma : CudaKernel::kDirectQConv;
   return MakeDeviceStep<QConvState>(s, EnqueueQConv, QConvScratch, kernel);

@@ -182,6 +182,8 @@ QConvData MakeQConv(const ConvCase& g, const QuantCase& q, std::mt19937& rng, bo
 }
 
 // im2col + packed weights + the exact IMMA problem + the requantize epilogue.
+// The CUDA runtime's int8 conv on the host: im2col rows per image, one IMMA-form GEMM per group
+// (ReferenceGemm at the operand offsets the runtime uses), the requantize epilogue.
 std::vector<int8_t> QConvViaGemm(const ConvCase& g, const QConvData& data) {
   const ConvDims d = ToDims(g);
   const ConvGemmShape shape =
@@ -190,40 +192,49 @@ std::vector<int8_t> QConvViaGemm(const ConvCase& g, const QConvData& data) {
   EXPECT_EQ(shape.kout_pad % 4, 0);
   EXPECT_EQ(shape.kred_pad % 4, 0);
   const std::vector<int8_t> packed = PackInt8Weights(data.w.data(), shape);
+  const NchwConvGemmShape ns = MakeInt8NchwConvGemmShape(d, shape);
+  EXPECT_EQ(ns.pixels, RoundUpTo(d.oh * d.ow, 4));
 
-  const int64_t npix = d.npix();
-  std::vector<int8_t> b(g.group * npix * shape.kred_pad, 0x55);  // poison: every byte written
-  Im2colInt8Args im;
+  std::vector<int8_t> a(g.n * ns.stride_a, 0x55);  // poison: every byte written
+  Im2colRowsInt8Args im;
   im.d = d;
   im.x = data.x.data();
-  im.b = b.data();
-  im.kred_pad = shape.kred_pad;
+  im.a = a.data();
+  im.pixels_pad = ns.pixels;
+  im.kred_pad = ns.kred;
   im.pad_value = data.p.pad_value;
-  ForEachIndex<Im2colInt8>(static_cast<int64_t>(b.size()), im);
+  ForEachIndex<Im2colRowsInt8>(static_cast<int64_t>(a.size()) / 4, im);
+  for (int64_t img = 0; img < g.n; ++img) {  // the padding rows are zero
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      const int8_t* rows = a.data() + img * ns.stride_a + grp * ns.pixels * ns.kred;
+      for (int64_t i = d.oh * d.ow * ns.kred; i < ns.pixels * ns.kred; ++i) EXPECT_EQ(rows[i], 0);
+    }
+  }
 
-  const GemmProblem prob = Int8ConvGemm(shape.kout_pad, shape.kred_pad, npix, shape.groups);
+  const GemmProblem prob = Int8ConvGemmNchw(ns);
   EXPECT_TRUE(CheckImmaConstraints(prob).ok()) << CheckImmaConstraints(prob);
-  EXPECT_EQ(prob.a_elements(), static_cast<int64_t>(packed.size()));
-  EXPECT_EQ(prob.b_elements(), static_cast<int64_t>(b.size()));
-  std::vector<int32_t> acc(prob.c_elements(), 0x5a5a5a5a);
-  ReferenceGemm(prob, packed.data(), b.data(), acc.data());
+  EXPECT_TRUE(CheckGemmProblem(prob).ok()) << CheckGemmProblem(prob);
+  EXPECT_EQ(prob.batch_count, g.n);
+  std::vector<int32_t> acc(g.n * ns.stride_c, 0x5a5a5a5a);
+  for (int64_t grp = 0; grp < g.group; ++grp) {
+    ReferenceGemm(prob, a.data() + grp * ns.pixels * ns.kred,
+                  packed.data() + grp * shape.kout_pad * shape.kred_pad,
+                  acc.data() + grp * ns.kout * ns.ldc);
+  }
 
   std::vector<int8_t> y(data.y_ref.size(), 0x33);
-  RequantEpilogueArgs e;
+  RequantEpilogueNchwArgs e;
   e.acc = acc.data();
-  e.ldc = prob.ldc;
-  e.stride_c = npix * shape.kout_pad;
+  e.ldc = ns.ldc;
   e.bias = data.bias.data();
   e.multiplier = data.mult.data();
   e.y = y.data();
-  e.images = g.n;
   e.channels = g.k;
-  e.spatial = d.oh * d.ow;
-  e.groups = g.group;
+  e.pixels = d.oh * d.ow;
   e.zp_out = data.p.zp_out;
   e.lo = data.p.lo;
   e.hi = data.p.hi;
-  ForEachIndex<RequantEpilogue>(static_cast<int64_t>(y.size()), e);
+  ForEachIndex<RequantEpilogueNchw>(static_cast<int64_t>(y.size()), e);
   return y;
 }
 

@@ -101,6 +101,10 @@ TEST(CublasLtGpu, Int8ImmaMatchesReferenceBitExact) {
       Int8Gemm(64, 12, 132),             // small N, batch 64
       Int8ConvGemm(128, 1152, 7),        // odd n
       Int8ConvGemm(256, 4096, 256),      // large k
+      // the int8 convs' per-image form (weights shared: stride_b 0): 7x7 output padded to 52
+      // rows, 3 images; then one image of 56x56, k 12 (a 1x1 conv on 12 channels)
+      Int8ConvGemmNchw({52, 10, 28, 28, 28, 52, 3, 52 * 28, 10 * 52}),
+      Int8ConvGemmNchw({3136, 24, 12, 12, 12, 3136, 1, 3136 * 12, 24 * 3136}),
   };
   for (const GemmProblem& p : problems) {
     SCOPED_TRACE(p.ToString());
@@ -127,8 +131,15 @@ TEST(CublasLtGpu, HalfAndFloatMatchReferenceWithinRounding) {
   ASSERT_NE(gemm, nullptr);
   std::mt19937 rng(12);
   std::vector<GemmProblem> problems = {
-      HalfConvGemm(16, 32, 1024), HalfConvGemm(64, 576, 192), HalfConvGemm(8, 16, 49, 4),
-      FloatConvGemm(7, 27, 100),  FloatConvGemm(5, 9, 33, 3),
+      HalfConvGemm(16, 32, 1024),
+      HalfConvGemm(64, 576, 192),
+      HalfConvGemm(8, 16, 49, 4),
+      FloatConvGemm(7, 27, 100),
+      FloatConvGemm(5, 9, 33, 3),
+      // the float convs' per-image NCHW form (weights shared: stride_b 0): fp32 reading a
+      // 5x7 input of 6 channels directly, 3 images; fp16 with rows padded to 40
+      FloatConvGemmNchw({35, 4, 6, 35, 6, 35, 3, 6 * 35, 4 * 35}, GemmType::kFloat32),
+      FloatConvGemmNchw({35, 10, 117, 40, 120, 40, 2, 117 * 40, 10 * 40}, GemmType::kHalf),
   };
   for (int t = 0; t < 4; ++t) {
     problems.push_back(FloatGemm(3, 1000, 512, t & 1, t & 2, 1.0f, 0.0f));

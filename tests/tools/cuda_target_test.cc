@@ -61,7 +61,7 @@ TEST_F(CudaTargetTest, Int8PlanRecordsKernelsAndRunsLikeTheCpuPlanOnTheCpuRuntim
             static_cast<int>(steps.size()))
       << inspect.out;
   // The stem conv: 3x3x3 = 27 products padded to 28 for IMMA, 16 filters.
-  EXPECT_NE(inspect.out.find("Kout 16, Kred 27, weights packed [16, 28]"), std::string::npos)
+  EXPECT_NE(inspect.out.find("n=16 k=28 (Kred 27, weights packed [16, 28]"), std::string::npos)
       << inspect.out;
   // A cpu plan records none.
   const QccResult inspect_cpu = Qcc({"inspect", Path("cpu.plan")});
