@@ -127,21 +127,13 @@ absl::StatusOr<QConvState> PrepareQConv(const StepPrepareContext& c) {
 
   QConvState s;
   cpu::QConvParams& p = s.p;
+  p.geometry() = g;
   p.c = x->dims[1];
   p.h = x->dims[2];
   p.w = x->dims[3];
   p.k = k;
   p.r = w->dims[2];
   p.s = w->dims[3];
-  p.stride_h = g.stride_h;
-  p.stride_w = g.stride_w;
-  p.pad_top = g.pad_top;
-  p.pad_left = g.pad_left;
-  p.pad_bottom = g.pad_bottom;
-  p.pad_right = g.pad_right;
-  p.dilation_h = g.dilation_h;
-  p.dilation_w = g.dilation_w;
-  p.group = g.group;
   p.pad_value = static_cast<int8_t>(params.pad_value);
   p.zp_out = static_cast<int32_t>(params.zp_out);
   p.lo = static_cast<int32_t>(params.lo);

@@ -54,6 +54,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "runtime/plan.h"
+#include "support/conv_geometry.h"
 #include "support/unary_fn.h"
 
 namespace qcc::runtime {
@@ -111,25 +112,8 @@ struct RequantizeParams {
   }
 };
 
-/// 2-D convolution geometry (shared by QConv and Conv).
-struct ConvGeometry {
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int64_t dilation_h = 1, dilation_w = 1;
-  int64_t group = 1;
-  template <typename V>
-  void Visit(V& v) {
-    v.Int(stride_h);
-    v.Int(stride_w);
-    v.Int(pad_top);
-    v.Int(pad_left);
-    v.Int(pad_bottom);
-    v.Int(pad_right);
-    v.Int(dilation_h);
-    v.Int(dilation_w);
-    v.Int(group);
-  }
-};
+/// 2-D convolution geometry (shared by QConv and Conv): support/conv_geometry.h's.
+using ::qcc::ConvGeometry;
 
 /// QConv: kernels/cpu/qconv.h's contract; pad_value is the input zero point.
 struct QConvStepParams {

@@ -27,17 +27,14 @@
 
 #include "absl/status/status.h"
 #include "kernels/cpu/qgemm.h"  // QKernelPath, QInt8HasVnni
+#include "support/conv_geometry.h"
 
 namespace qcc::cpu {
 
 /// Geometry and operands of one int8 convolution (contract above).
-struct QConvParams {
-  int64_t n = 1, c = 1, h = 1, w = 1;  // input [N, C, H, W]
-  int64_t k = 1, r = 1, s = 1;         // weights [K, C/group, R, S]
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int64_t dilation_h = 1, dilation_w = 1;
-  int64_t group = 1;
+/// The extents and geometry (input [N, C, H, W], weights [K, C/group, R, S], strides, pads,
+/// dilations, group, out_h(), out_w()) are support/conv_geometry.h's ConvShape.
+struct QConvParams : ConvShape {
   int8_t pad_value = 0;  // raw input value of padded positions (the input zero point)
   int32_t zp_out = 0, lo = -128, hi = 127;
   const int8_t* input = nullptr;      // [N, C, H, W]
@@ -46,13 +43,6 @@ struct QConvParams {
   const float* multiplier = nullptr;  // [K] requantization multipliers
   int8_t* output = nullptr;           // [N, K, out_h(), out_w()]
   int num_threads = 1;                // <= 1 runs on the calling thread
-
-  int64_t out_h() const {
-    return (h + pad_top + pad_bottom - dilation_h * (r - 1) - 1) / stride_h + 1;
-  }
-  int64_t out_w() const {
-    return (w + pad_left + pad_right - dilation_w * (s - 1) - 1) / stride_w + 1;
-  }
 };
 
 /// OK when `p` describes a convolution the kernels run: positive extents, strides and

@@ -18,21 +18,18 @@
 #include <cstring>
 
 #include "kernels/cuda/index_math.h"
+#include "support/conv_geometry.h"
 #include "support/float16.h"
 #include "support/quantize.h"
 
 namespace qcc::cuda {
 
-/// 2-D convolution geometry as the bodies see it. Input [n, c, h, w] NCHW, weights
-/// [k, c / group, r, s], output [n, k, oh, ow] (oh/ow as qconv.h's out_h()/out_w(): the caller
-/// computes them, pad_bottom/pad_right only show there).
-struct ConvDims {
-  int64_t n = 1, c = 1, h = 1, w = 1;
-  int64_t k = 1, r = 1, s = 1;
+/// A 2-D convolution as the bodies see it: support/conv_geometry.h's ConvShape (input [n, c, h, w]
+/// NCHW, weights [k, c / group, r, s], strides, pads, dilations, group) with the output extents
+/// oh, ow stored, so device code never computes them (the host sets them, to out_h() and
+/// out_w(); pad_bottom and pad_right only show there).
+struct ConvDims : ConvShape {
   int64_t oh = 1, ow = 1;
-  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
-  int64_t dilation_h = 1, dilation_w = 1;
-  int64_t group = 1;
 
   QCC_HOST_DEVICE int64_t c_per_group() const { return IndexDiv(c, group); }
   QCC_HOST_DEVICE int64_t k_per_group() const { return IndexDiv(k, group); }

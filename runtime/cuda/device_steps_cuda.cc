@@ -156,6 +156,7 @@ const DeviceStepRegistry& DeviceSteps() {
 ::qcc::cuda::ConvDims ConvDimsOf(const ConvGeometry& g, const PlanBuffer& x, const PlanBuffer& w,
                                  const PlanBuffer& y) {
   ::qcc::cuda::ConvDims d;
+  d.geometry() = g;
   d.c = x.dims[1];
   d.h = x.dims[2];
   d.w = x.dims[3];
@@ -164,13 +165,6 @@ const DeviceStepRegistry& DeviceSteps() {
   d.s = w.dims[3];
   d.oh = y.dims[2];
   d.ow = y.dims[3];
-  d.stride_h = g.stride_h;
-  d.stride_w = g.stride_w;
-  d.pad_top = g.pad_top;
-  d.pad_left = g.pad_left;
-  d.dilation_h = g.dilation_h;
-  d.dilation_w = g.dilation_w;
-  d.group = g.group;
   return d;
 }
 
