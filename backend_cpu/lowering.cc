@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "backend_cpu/lowering_internal.h"
+#include "ir/shape_fns/nn_window.h"
 #include "passes/fuse_util.h"
 #include "runtime/memory_plan.h"
 
@@ -93,6 +94,45 @@ runtime::ConvGeometry Geometry(const ir::Node& node) {
   g.pad_right = pads[3];
   g.group = a.group;
   return g;
+}
+
+absl::StatusOr<runtime::ConvTransposeStepParams> ConvTransposeParams(const ir::Node& node) {
+  const auto& a = node.attrs<ir::ConvTransposeAttrs>();
+  const ir::Value* x = node.input(0);
+  const ir::Value* w = node.input(1);
+  const std::string where = absl::StrCat("node '", node.name(), "' (ConvTranspose): ");
+  if (x->type().dims->size() != 4 || w->type().dims->size() != 4) {
+    return absl::UnimplementedError(where + "only 2-D transposed convolutions go in a plan");
+  }
+  const std::array<int64_t, 2> in = Spatial(x), kernel = Spatial(w);
+  if (in[0] < 1 || in[1] < 1 || kernel[0] < 1 || kernel[1] < 1) {
+    return absl::UnimplementedError(where +
+                                    "the input's and the weight's spatial extents must "
+                                    "be known at compile time");
+  }
+  auto spec = ir::MakeWindowSpec(
+      2, a.kernel_shape.empty() ? ir::Ints{kernel[0], kernel[1]} : a.kernel_shape, a.strides,
+      a.dilations, a.pads, a.auto_pad, false);
+  if (!spec.ok()) return absl::InvalidArgumentError(where + std::string(spec.status().message()));
+  runtime::ConvTransposeStepParams p;
+  runtime::ConvGeometry& g = p.geometry;
+  g.stride_h = spec->strides[0];
+  g.stride_w = spec->strides[1];
+  g.dilation_h = spec->dilations[0];
+  g.dilation_w = spec->dilations[1];
+  g.group = a.group;
+  p.output_padding_h = At(a.output_padding, 0, 0);
+  p.output_padding_w = At(a.output_padding, 1, 0);
+  const int64_t n_shape = static_cast<int64_t>(a.output_shape.size());
+  for (int64_t i = 0; i < 2; ++i) {
+    const int64_t requested = n_shape == 0 ? -1 : a.output_shape[n_shape - 2 + i];
+    auto ax = ir::TransposedWindowAxis(*spec, i, in[i],
+                                       i == 0 ? p.output_padding_h : p.output_padding_w, requested);
+    if (!ax.ok()) return absl::InvalidArgumentError(where + std::string(ax.status().message()));
+    (i == 0 ? g.pad_top : g.pad_left) = ax->pad_begin;
+    (i == 0 ? g.pad_bottom : g.pad_right) = ax->pad_end;
+  }
+  return p;
 }
 
 runtime::PoolStepParams Pool(const ir::Node& node) {

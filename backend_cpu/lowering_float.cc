@@ -333,6 +333,13 @@ absl::Status Lowering::LowerFloat(const ir::Node& node) {
       num_inputs = 3;
       break;
     }
+    case OpKind::kConvTranspose: {
+      QCC_ASSIGN_OR_RETURN(const runtime::ConvTransposeStepParams p, ConvTransposeParams(node));
+      kind = StepKind::kConvTranspose;
+      step = WithParams(p);
+      num_inputs = 3;
+      break;
+    }
     case OpKind::kGemm: {
       const auto& a = node.attrs<ir::GemmAttrs>();
       kind = StepKind::kGemm;

@@ -67,6 +67,9 @@ inline int64_t At(const ir::Ints& v, size_t i, int64_t fallback) {
 
 /// A Conv's geometry, with auto_pad resolved from the static spatial extents.
 runtime::ConvGeometry Geometry(const ir::Node& node);
+/// A 2-D ConvTranspose's parameters, pads resolved (auto_pad, output_shape) as the shape function
+/// and the evaluator resolve them; Unimplemented for other ranks or unknown spatial extents.
+absl::StatusOr<runtime::ConvTransposeStepParams> ConvTransposeParams(const ir::Node& node);
 /// A MaxPool/AveragePool window, with auto_pad resolved.
 runtime::PoolStepParams Pool(const ir::Node& node);
 

@@ -155,6 +155,8 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
     case StepKind::kExpand:
     case StepKind::kBatchAffine:
       // Added for exporters' shape arithmetic (issue 12) without a GPU to run a kernel on.
+    case StepKind::kConvTranspose:
+      // Added for ppocr-det-v3 in a session whose GPU time was spent.
       return absl::UnimplementedError(
           absl::StrCat("step ", i, " '", step.name, "' (", name,
                        "): this step kind has no CUDA kernel yet; compile with --target cpu"));

@@ -31,6 +31,9 @@ std::unique_ptr<Pass> CreateFuseConvAddPass();
 std::unique_ptr<Pass> CreateFusePadConvPass();
 /// Folds a BatchNormalization after a Gemm into the Gemm's weights and bias.
 std::unique_ptr<Pass> CreateFuseGemmBatchNormPass();
+/// decompose-batchnorm: an inference BatchNormalization no fusion folded -> Mul and Add with
+/// per-channel constants (decompose_batchnorm.cc).
+std::unique_ptr<Pass> CreateDecomposeBatchNormPass();
 /// Rewrites MatMul (2-D weight constant) + Add (bias constant) into Gemm with bias.
 std::unique_ptr<Pass> CreateFuseMatMulAddPass();
 /// Rewrites x * Clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) into HardSwish.

@@ -82,6 +82,7 @@ Pipeline DefaultPipeline() {
   p.push_back(CreateFusePadConvPass());
   p.push_back(CreateFuseGemmBatchNormPass());
   p.push_back(CreateFuseMatMulAddPass());
+  p.push_back(CreateDecomposeBatchNormPass());
   p.push_back(CreateFuseHardSwishPass());
   p.push_back(CreateFuseLayerNormPass());
   p.push_back(CreateFuseGeluPass());

@@ -9,6 +9,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_transpose.h"
 #include "kernels/cpu/elementwise_binary.h"
 #include "kernels/cpu/elementwise_unary.h"
 #include "kernels/cpu/gemm.h"
@@ -164,6 +165,95 @@ void RunConv(const ConvState& s, const StepRunContext& c) {
   cpu::ConvF32WithPacked(p, c.in<float>(0), c.in<float>(1), s.packed,
                          c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, c.out<float>(0),
                          static_cast<float*>(c.scratch));
+}
+
+// ---- ConvTranspose ----
+
+// The adjoint forward conv of conv_transpose.h: Y is its input and X its output (batch and
+// threads set per run).
+absl::StatusOr<cpu::ConvF32Params> PrepareConvTranspose(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 3, 1));
+  QCC_ASSIGN_OR_RETURN(const ConvTransposeStepParams params, c.Decode<ConvTransposeStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, 4));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kF32, 4));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kF32, 4));
+  const ConvGeometry& g = params.geometry;
+  QCC_RETURN_IF_ERROR(CheckConvGeometry(c, g));
+  if (params.output_padding_h < 0 || params.output_padding_h > kMaxStepGeometry ||
+      params.output_padding_w < 0 || params.output_padding_w > kMaxStepGeometry) {
+    return c.Error(absl::StrCat("invalid output padding ", params.output_padding_h, "x",
+                                params.output_padding_w));
+  }
+  for (int64_t d : w->dims) {
+    if (d < 1 || d > kMaxStepGeometry) {
+      return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
+                                  " has an extent outside [1, ", kMaxStepGeometry, "]"));
+    }
+  }
+  const int64_t ch = w->dims[0], m = w->dims[1] * g.group;
+  if (ch % g.group != 0 || x->dims[1] != ch) {
+    return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
+                                " does not fit input X '", x->name, "' ", DimsToString(x->dims),
+                                " with group ", g.group));
+  }
+  if (c.input(2) != nullptr) {
+    QCC_ASSIGN_OR_RETURN(const PlanBuffer* bias, c.Input(2, "bias", kF32, 1));
+    for (int64_t batch : c.batches()) {
+      QCC_RETURN_IF_ERROR(c.CheckDims(*bias, "input bias", batch, {m}));
+    }
+  }
+  // ONNX: out = stride * (in - 1) + output_padding + dilation * (kernel - 1) + 1 - pads.
+  auto out_extent = [](int64_t in, int64_t stride, int64_t out_pad, int64_t dilation,
+                       int64_t kernel, int64_t pads) {
+    return stride * (in - 1) + out_pad + dilation * (kernel - 1) + 1 - pads;
+  };
+  const int64_t ih = x->dims[2], iw = x->dims[3];
+  if (ih < 1 || ih > kMaxStepGeometry || iw < 1 || iw > kMaxStepGeometry) {
+    return c.Error(absl::StrCat("input X '", x->name, "' ", DimsToString(x->dims),
+                                " has a spatial extent outside [1, ", kMaxStepGeometry, "]"));
+  }
+  const int64_t oh = out_extent(ih, g.stride_h, params.output_padding_h, g.dilation_h, w->dims[2],
+                                g.pad_top + g.pad_bottom);
+  const int64_t ow = out_extent(iw, g.stride_w, params.output_padding_w, g.dilation_w, w->dims[3],
+                                g.pad_left + g.pad_right);
+  if (oh < 1 || ow < 1) {
+    return c.Error(absl::StrCat("the pads leave no output (", oh, "x", ow, ") for input ",
+                                DimsToString(x->dims)));
+  }
+  for (int64_t batch : c.batches()) {
+    QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, {batch, m, oh, ow}));
+  }
+  cpu::ConvF32Params fwd;
+  fwd.in_channels = m;
+  fwd.out_channels = ch;
+  fwd.groups = g.group;
+  fwd.in = {1, oh, ow};
+  fwd.out = {1, ih, iw};
+  fwd.kernel = {1, w->dims[2], w->dims[3]};
+  fwd.stride = {1, g.stride_h, g.stride_w};
+  fwd.dilation = {1, g.dilation_h, g.dilation_w};
+  fwd.pad = {0, g.pad_top, g.pad_left};
+  return fwd;
+}
+
+cpu::ConvF32Params ConvTransposeRunParams(const cpu::ConvF32Params& s, const StepRunContext& c) {
+  cpu::ConvF32Params p = s;
+  p.batch = c.in_dims(0)[0];
+  p.num_threads = c.num_threads;
+  return p;
+}
+
+int64_t ConvTransposeScratch(const cpu::ConvF32Params& s, const StepRunContext& c) {
+  return cpu::ConvTransposeF32WorkspaceSize(ConvTransposeRunParams(s, c)) *
+         static_cast<int64_t>(sizeof(float));
+}
+
+void RunConvTranspose(const cpu::ConvF32Params& s, const StepRunContext& c) {
+  const cpu::ConvF32Params p = ConvTransposeRunParams(s, c);
+  if (p.batch == 0) return;
+  cpu::ConvTransposeF32Col2im(p, c.in<float>(0), c.in<float>(1),
+                              c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, c.out<float>(0),
+                              static_cast<float*>(c.scratch));
 }
 
 // ---- Gemm ----
@@ -679,6 +769,8 @@ void RunConcat(const int64_t& axis, const StepRunContext& c) {
 
 void RegisterFloatSteps(StepRegistry& r) {
   r.Add(StepKind::kConv, PrepareStep<ConvState, PrepareConv, RunConv, ConvScratch>);
+  r.Add(StepKind::kConvTranspose, PrepareStep<cpu::ConvF32Params, PrepareConvTranspose,
+                                              RunConvTranspose, ConvTransposeScratch>);
   r.Add(StepKind::kGemm, PrepareStep<GemmState, PrepareGemm, RunGemm>);
   r.Add(StepKind::kMatMul, PrepareStep<NoStepParams, PrepareMatMul, RunMatMul>);
   r.Add(StepKind::kReduce, PrepareStep<ReduceStepParams, PrepareReduce, RunReduce>);

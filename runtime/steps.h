@@ -43,6 +43,8 @@
 //                       X (a transformer's Q, K and V), X quantized once; the same bits
 //   Attention           Q f32 [B,Sq,Hq*D], K f32 [B,Skv,Hkv*D], V f32 [B,Skv,Hkv*Dv], mask f32
 //                       (or absent; rank <= 4, broadcast to [B,Hq,Sq,Skv]) -> Y f32 [B,Sq,Hq*Dv]
+//   ConvTranspose       X f32 [N,C,H,W], W f32 [C,M/g,R,S], bias f32 [M] (or -1) -> Y f32
+//                       [N,M,OH,OW] (ONNX ConvTranspose, 2-D)
 #ifndef QCC_RUNTIME_STEPS_H_
 #define QCC_RUNTIME_STEPS_H_
 
@@ -262,6 +264,20 @@ struct ConvStepParams {
   void Visit(V& v) {
     geometry.Visit(v);
     activation.Visit(v);
+  }
+};
+
+/// ConvTranspose (2-D): kernels/cpu/conv_transpose.h. The pads are ONNX's, resolved by the
+/// compiler (auto_pad, output_shape); the output extents are stride * (in - 1) + output_padding +
+/// dilation * (kernel - 1) + 1 - pad_begin - pad_end on each axis.
+struct ConvTransposeStepParams {
+  ConvGeometry geometry;
+  int64_t output_padding_h = 0, output_padding_w = 0;
+  template <typename V>
+  void Visit(V& v) {
+    geometry.Visit(v);
+    v.Int(output_padding_h);
+    v.Int(output_padding_w);
   }
 };
 

@@ -26,6 +26,13 @@ The patterns (node names, Constant nodes and int64 shape tensors as the exporter
     batch_dependent_shape  a learned [1, C, 1, 1] term .expand(x.size(0), -1, x.size(2),
                            x.size(3)) (Where/Equal/ConstantOfShape turn -1 into 1) added to a conv
 
+and one paddle2onnx pattern:
+
+    paddle_det_head        PP-OCR's DB detector head (ppocr-det-v3): a ConvTranspose (group 2) with
+                           no bias, the bias as an Add of a [1, C, 1, 1] constant, a
+                           BatchNormalization no Conv precedes, Relu, a second ConvTranspose
+                           (pads, output_padding, bias input), an Add and a Sigmoid
+
 plus `unresolvable_shape` (model.onnx and batch1.npy only): a Reshape whose target holds a value
 computed from the data (Cast of a ReduceMax), which no compiler can know before run time.
 
@@ -291,6 +298,31 @@ def batch_dependent_shape(g):
     return g.model("batch_dependent_shape", c, h, w, y), c, h, w
 
 
+def paddle_det_head(g):
+    c, h, w = 3, 16, 16
+    rng = g.rng
+    x = g.relu(g.conv("x", "/backbone/conv1", c, 16, 3), "/backbone/relu1")
+    x = g.relu(g.conv(x, "/backbone/conv2", 16, 16, 3, stride=2), "/backbone/relu2")  # 8x8
+    # ConvTranspose weights are [C_in, C_out / group, kH, kW]: 16 -> 8 in two groups.
+    w1 = g.param("head.up1.weight", rng.normal(0.0, np.sqrt(2.0 / 32), (16, 4, 2, 2)))
+    x = g.op("ConvTranspose", [x, w1], "/head/up1", dilations=[1, 1], group=2,
+             kernel_shape=[2, 2], pads=[0, 0, 0, 0], strides=[2, 2])  # 16x16
+    x = g.op("Add", [x, g.param("head.up1.bias", rng.normal(0.0, 0.1, (1, 8, 1, 1)))], "/head")
+    bn = [g.param(f"head.bn.{n}", a) for n, a in (
+        ("weight", rng.uniform(0.5, 1.5, 8)), ("bias", rng.normal(0.0, 0.2, 8)),
+        ("running_mean", rng.normal(0.0, 0.3, 8)), ("running_var", rng.uniform(0.5, 2.0, 8)))]
+    x = g.op("BatchNormalization", [x] + bn, "/head/bn", epsilon=1e-5, momentum=0.9)
+    x = g.relu(x, "/head/relu")
+    w2 = g.param("head.up2.weight", rng.normal(0.0, np.sqrt(2.0 / 72), (8, 1, 3, 3)))
+    b2 = g.param("head.up2.bias", rng.normal(0.0, 0.1, (1,)))
+    x = g.op("ConvTranspose", [x, w2, b2], "/head/up2", dilations=[1, 1], group=1,
+             kernel_shape=[3, 3], output_padding=[1, 1], pads=[1, 1, 1, 1],
+             strides=[2, 2])  # 32x32
+    x = g.op("Add", [x, g.param("head.up2.shift", rng.normal(0.0, 0.1, (1, 1, 1, 1)))], "/head")
+    y = g.op("Sigmoid", [x], "/head")
+    return g.model("paddle_det_head", c, h, w, y), c, h, w
+
+
 def unresolvable_shape(g):
     c, h, w = 8, 16, 16
     x = g.relu(g.conv("x", "/conv1", c, 8, 3), "/relu1")
@@ -311,6 +343,7 @@ PATTERNS = {
     "computed_resize": computed_resize,
     "reshape_shape_math": reshape_shape_math,
     "batch_dependent_shape": batch_dependent_shape,
+    "paddle_det_head": paddle_det_head,
 }
 FAILING_PATTERNS = {"unresolvable_shape": unresolvable_shape}
 # The Reshape of unresolvable_shape whose target holds the data-dependent value.

@@ -1,6 +1,6 @@
-// fuse-conv-batchnorm and fuse-gemm-batchnorm: hand-computed folded weights, outputs before and
-// after on small graphs (grouped, no bias, transB, every C shape), the cases that must not fuse,
-// and every BatchNormalization of resnet20-cifar10 and ppocr-cls-mbv3.
+// fuse-conv-batchnorm, fuse-gemm-batchnorm and decompose-batchnorm: hand-computed folded weights,
+// outputs before and after on small graphs (grouped, no bias, transB, every C shape), the cases
+// that must not fuse, and every BatchNormalization of resnet20-cifar10 and ppocr-cls-mbv3.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -116,6 +116,52 @@ TEST(PassesFuseConvBatchNormTest, LeavesSharedOutputsTrainingModeAndRuntimeParam
   ASSERT_TRUE(rec.ok()) << rec.status();
   EXPECT_FALSE(rec->changed);
   EXPECT_EQ(CountOps(*g, OpKind::kBatchNormalization), 3);
+}
+
+// decompose-batchnorm: a BatchNormalization no Conv or Gemm precedes (paddle2onnx's detector
+// head: ConvTranspose -> Add -> BatchNormalization) becomes x * scale + shift with [C, 1, 1]
+// constants, its output keeping the name; on rank 2 the constants are [C].
+TEST(PassesDecomposeBatchNormTest, StandaloneBatchNormBecomesMulAndAddWithTheSameOutputs) {
+  for (const Dims& dims : {Dims{2, 3, 4, 5}, Dims{4, 6}}) {
+    SCOPED_TRACE(DimsToString(dims));
+    const int64_t c = dims[1];
+    auto build = [&](ir::Graph& g) {
+      ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, dims));
+      ir::Value* r = g.AddNode(OpKind::kRelu, "relu", {x}, {"r"})->output(0);
+      g.AddOutput(AddBatchNorm(g, r, c, 7, "bn"));
+    };
+    FuseResult r =
+        FuseAndCompare(build, passes::CreateDecomposeBatchNormPass(), {SeededUniform(dims, 9)});
+    ASSERT_NE(r.graph, nullptr);
+    EXPECT_TRUE(r.changed);
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kBatchNormalization), 0);
+    const ir::Node* mul = OnlyNode(*r.graph, OpKind::kMul);
+    const ir::Node* add = OnlyNode(*r.graph, OpKind::kAdd);
+    ASSERT_NE(mul, nullptr);
+    ASSERT_NE(add, nullptr);
+    ASSERT_NE(mul->input(1)->constant(), nullptr);
+    Dims want = dims.size() == 4 ? Dims{c, 1, 1} : Dims{c};
+    EXPECT_EQ(mul->input(1)->constant()->dims(), want);
+    EXPECT_EQ(r.graph->outputs()[0]->name(), "bn_out");
+    EXPECT_EQ(r.graph->outputs()[0]->producer(), add);
+  }
+}
+
+TEST(PassesDecomposeBatchNormTest, LeavesTrainingModeAndRuntimeParameters) {
+  auto g = BuildGraph([](ir::Graph& g) {
+    ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 2, 4, 4}));
+    ir::Value* gamma = g.AddInput("gamma", ir::TensorType(DType::kFloat32, {2}));
+    ir::Value* bn1 = AddBatchNorm(g, x, 2, 2, "bn1");
+    bn1->producer()->SetInput(1, gamma);
+    g.AddOutput(bn1);
+    ir::Value* bn2 = AddBatchNorm(g, x, 2, 3, "bn2");
+    bn2->producer()->mutable_attrs<ir::BatchNormAttrs>().training_mode = 1;
+    g.AddOutput(bn2);
+  });
+  auto rec = RunOnePass(*g, passes::CreateDecomposeBatchNormPass());
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_FALSE(rec->changed);
+  EXPECT_EQ(CountOps(*g, OpKind::kBatchNormalization), 2);
 }
 
 struct GemmBnCase {

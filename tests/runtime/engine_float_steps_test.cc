@@ -309,6 +309,69 @@ TEST(EngineFloatStepsTest, CastF16ToF32AndBack) {
   }
 }
 
+TEST(EngineFloatStepsTest, ConvTransposeGroupedPaddedWithOutputPadding) {
+  // X [N, 4, 3, 4], W [4, 3, 3, 2] (C_in 4 -> M 6 in 2 groups), stride 2x1, dilation 1x2, pads
+  // (1, 0, 0, 1), output padding 1x0, bias: out = s * (in - 1) + op + d * (k - 1) + 1 - pads.
+  const int64_t n = 2, c = 4, h = 3, w = 4, g = 2, mg = 3, m = mg * g, r = 3, s = 2;
+  ConvTransposeStepParams p;
+  p.geometry.stride_h = 2;
+  p.geometry.dilation_w = 2;
+  p.geometry.pad_top = 1, p.geometry.pad_right = 1;
+  p.geometry.group = g;
+  p.output_padding_h = 1;
+  const int64_t oh = 2 * (h - 1) + 1 + (r - 1) + 1 - 1;      // 7
+  const int64_t ow = 1 * (w - 1) + 0 + 2 * (s - 1) + 1 - 1;  // 5
+  const Tensor wt = RandomFloat({c, mg, r, s}, 11), bias = RandomFloat({m}, 12);
+  PlanBuilder b(1, 2);
+  const int32_t x = b.Input("x", kF32, {-1, c, h, w});
+  const int32_t wb = b.Weight("w", kF32, {c, mg, r, s},
+                              std::vector<float>(wt.data<float>(), wt.data<float>() + wt.numel()));
+  const int32_t bb =
+      b.Weight("b", kF32, {m}, std::vector<float>(bias.data<float>(), bias.data<float>() + m));
+  const int32_t y = b.Output("y", kF32, {-1, m, oh, ow});
+  b.Step(StepKind::kConvTranspose, "deconv", {x, wb, bb}, {y}, p);
+  const Tensor in = RandomFloat({n, c, h, w}, 13);
+  const std::vector<Tensor> out = RunPlan(b.plan(), {in});
+  ASSERT_EQ(out.size(), 1u);
+  // ONNX ConvTranspose: every input pixel scatters its taps to (i * s - pad + k * d).
+  std::vector<double> acc(n * m * oh * ow, 0.0);
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t mi = 0; mi < m; ++mi)
+      for (int64_t i = 0; i < oh * ow; ++i)
+        acc[(ni * m + mi) * oh * ow + i] = bias.data<float>()[mi];
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t j = 0; j < mg; ++j)
+        for (int64_t iy = 0; iy < h; ++iy)
+          for (int64_t ix = 0; ix < w; ++ix)
+            for (int64_t ri = 0; ri < r; ++ri)
+              for (int64_t si = 0; si < s; ++si) {
+                const int64_t oy = iy * 2 - 1 + ri, ox = ix - 0 + si * 2;
+                if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
+                const int64_t mi = ci / (c / g) * mg + j;
+                acc[((ni * m + mi) * oh + oy) * ow + ox] +=
+                    double{wt.data<float>()[((ci * mg + j) * r + ri) * s + si]} *
+                    in.data<float>()[((ni * c + ci) * h + iy) * w + ix];
+              }
+  Tensor want(kF32, {n, m, oh, ow});
+  for (size_t i = 0; i < acc.size(); ++i) want.data<float>()[i] = static_cast<float>(acc[i]);
+  ExpectTensorsNear(out[0], want, 1e-5f);
+}
+
+TEST(EngineFloatStepsTest, ConvTransposeWithOutputExtentsThePadsDoNotGiveIsRejected) {
+  PlanBuilder b(1, 1);
+  const int32_t x = b.Input("x", kF32, {1, 2, 4, 4});
+  const int32_t w = b.Weight("w", kF32, {2, 1, 2, 2}, std::vector<float>(8, 0.5f));
+  const int32_t y = b.Output("y", kF32, {1, 1, 9, 8});  // stride 2, kernel 2: 8x8
+  ConvTransposeStepParams p;
+  p.geometry.stride_h = p.geometry.stride_w = 2;
+  b.Step(StepKind::kConvTranspose, "deconv", {x, w}, {y}, p);
+  absl::StatusOr<std::shared_ptr<const Engine>> engine = Engine::Create(b.plan());
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("deconv"), std::string::npos) << engine.status();
+  EXPECT_NE(engine.status().message().find("output Y"), std::string::npos) << engine.status();
+}
+
 TEST(EngineFloatStepsTest, CastRejectsOtherDtypes) {
   PlanBuilder b(1, 1);
   const int32_t x = b.Input("x", kF32, {1, 4});

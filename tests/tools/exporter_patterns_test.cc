@@ -226,6 +226,12 @@ INSTANTIATE_TEST_SUITE_P(TorchExport, ExporterPatternTest,
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+// paddle2onnx: the detector head of ppocr-det-v3 (ConvTranspose, a BatchNormalization after an
+// Add, Sigmoid).
+INSTANTIATE_TEST_SUITE_P(Paddle2Onnx, ExporterPatternTest, ::testing::Values("paddle_det_head"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 class PatternModelsTest : public QccTest {
  protected:
