@@ -88,6 +88,24 @@ absl::StatusOr<Dims> BroadcastDims(const StepPrepareContext& c, const PlanBuffer
 
 // ---- Conv ----
 
+// A conv's weight W whose shape does not go with its input X and group count.
+absl::Status WeightDoesNotFit(const StepPrepareContext& c, const PlanBuffer& w, const PlanBuffer& x,
+                              int64_t group) {
+  return c.Error(absl::StrCat("weight W '", w.name, "' ", DimsToString(w.dims),
+                              " does not fit input X '", x.name, "' ", DimsToString(x.dims),
+                              " with group ", group));
+}
+
+// A conv's optional input 2: an f32 bias of `channels` values.
+absl::Status CheckOptionalBias(const StepPrepareContext& c, int64_t channels) {
+  if (c.input(2) == nullptr) return absl::OkStatus();
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* bias, c.Input(2, "bias", kF32, 1));
+  for (int64_t batch : c.batches()) {
+    QCC_RETURN_IF_ERROR(c.CheckDims(*bias, "input bias", batch, {channels}));
+  }
+  return absl::OkStatus();
+}
+
 struct ConvState {
   cpu::ConvF32Params p;       // batch and threads set per run
   std::vector<float> packed;  // W packed once for the kernel (cpu::PackConvF32Weights), or empty
@@ -105,16 +123,9 @@ absl::StatusOr<cpu::ConvF32Params> PrepareConvParams(const StepPrepareContext& c
   if (w->dims[0] < 0) return c.Error(absl::StrCat("weight W '", w->name, "' has a dynamic axis"));
   const int64_t k = w->dims[0];
   if (k % g.group != 0 || x->dims[1] != w->dims[1] * g.group || w->dims[2] < 1 || w->dims[3] < 1) {
-    return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
-                                " does not fit input X '", x->name, "' ", DimsToString(x->dims),
-                                " with group ", g.group));
+    return WeightDoesNotFit(c, *w, *x, g.group);
   }
-  if (c.input(2) != nullptr) {
-    QCC_ASSIGN_OR_RETURN(const PlanBuffer* bias, c.Input(2, "bias", kF32, 1));
-    for (int64_t batch : c.batches()) {
-      QCC_RETURN_IF_ERROR(c.CheckDims(*bias, "input bias", batch, {k}));
-    }
-  }
+  QCC_RETURN_IF_ERROR(CheckOptionalBias(c, k));
   cpu::ConvF32Params p;
   p.in_channels = x->dims[1];
   p.out_channels = k;
@@ -191,17 +202,8 @@ absl::StatusOr<cpu::ConvF32Params> PrepareConvTranspose(const StepPrepareContext
     }
   }
   const int64_t ch = w->dims[0], m = w->dims[1] * g.group;
-  if (ch % g.group != 0 || x->dims[1] != ch) {
-    return c.Error(absl::StrCat("weight W '", w->name, "' ", DimsToString(w->dims),
-                                " does not fit input X '", x->name, "' ", DimsToString(x->dims),
-                                " with group ", g.group));
-  }
-  if (c.input(2) != nullptr) {
-    QCC_ASSIGN_OR_RETURN(const PlanBuffer* bias, c.Input(2, "bias", kF32, 1));
-    for (int64_t batch : c.batches()) {
-      QCC_RETURN_IF_ERROR(c.CheckDims(*bias, "input bias", batch, {m}));
-    }
-  }
+  if (ch % g.group != 0 || x->dims[1] != ch) return WeightDoesNotFit(c, *w, *x, g.group);
+  QCC_RETURN_IF_ERROR(CheckOptionalBias(c, m));
   // ONNX: out = stride * (in - 1) + output_padding + dilation * (kernel - 1) + 1 - pads.
   auto out_extent = [](int64_t in, int64_t stride, int64_t out_pad, int64_t dilation,
                        int64_t kernel, int64_t pads) {
