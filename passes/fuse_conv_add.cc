@@ -1,8 +1,10 @@
-// fuse-conv-add: folds an Add of a per-channel constant after a Conv into the Conv's bias.
+// fuse-conv-add: folds an Add of a per-channel constant after a Conv or a ConvTranspose into its
+// bias.
 //
 // Old exporters (mnist-8, opset 7) write a bias as Conv(x, W) followed by Add(y, B) with B of
-// shape [C, 1, 1] or [1, C, 1, 1] (or a scalar): y[n, c, h, w] + B[c] is a Conv with bias
-// b'[c] = b[c] + B[c]. Either Add operand may be the constant.
+// shape [C, 1, 1] or [1, C, 1, 1] (or a scalar), and paddle2onnx writes ConvTranspose biases the
+// same way (ppocr-det-v3): y[n, c, h, w] + B[c] is the op with bias b'[c] = b[c] + B[c]. Either
+// Add operand may be the constant.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -47,8 +49,14 @@ class FuseConvAddPass : public Pass {
       ir::Value* y = add->input(side);
       ir::Value* constant = add->input(1 - side);
       ir::Node* conv = y->producer();
-      if (conv == nullptr || conv->kind() != ir::OpKind::kConv) continue;
-      if (conv->attrs<ir::ConvAttrs>().activation != ir::Activation::kNone) continue;
+      if (conv == nullptr ||
+          (conv->kind() != ir::OpKind::kConv && conv->kind() != ir::OpKind::kConvTranspose)) {
+        continue;
+      }
+      const bool transposed = conv->kind() == ir::OpKind::kConvTranspose;
+      if (!transposed && conv->attrs<ir::ConvAttrs>().activation != ir::Activation::kNone) {
+        continue;
+      }
       if (!fuse::HasSingleUse(graph, y) || !y->type().has_rank() || y->type().dims->size() != 4 ||
           !(add->output(0)->type() == y->type())) {
         continue;
@@ -56,7 +64,11 @@ class FuseConvAddPass : public Pass {
       const Tensor* w_orig = fuse::ConstantData(conv->input(1));
       std::optional<Tensor> b = fuse::ConstantF32(constant);
       if (w_orig == nullptr || !b) continue;
-      const int64_t channels = w_orig->dim(0);
+      if (w_orig->rank() != 4) continue;
+      // Output channels: W is [M, C/g, kH, kW] for a Conv, [C, M/g, kH, kW] for a ConvTranspose.
+      const int64_t channels = transposed
+                                   ? w_orig->dim(1) * conv->attrs<ir::ConvTransposeAttrs>().group
+                                   : w_orig->dim(0);
       std::optional<std::vector<float>> per_channel = PerChannel(*b, channels);
       if (!per_channel) continue;
       std::vector<float> bias(channels, 0.0f);

@@ -6,6 +6,8 @@
 //   bn(conv(x))[m] = sum_k (s[m] * w[m, k]) * x[k] + s[m] * (b[m] - mean[m]) + beta[m]
 // so w'[m, k] = s[m] * w[m, k] and b'[m] = s[m] * (b[m] - mean[m]) + beta[m] (b = 0 when the
 // Conv has no bias). The result differs from the unfused graph only by fp32 rounding.
+// A ConvTranspose folds the same way; its weights are [C, M/g, kH, kW], so output channel
+// m = (c / (C/g)) * (M/g) + j scales w[c, j] (paddle2onnx's detector head, ppocr-det-v3).
 #include <memory>
 #include <vector>
 
@@ -30,13 +32,21 @@ class FuseConvBatchNormPass : public Pass {
   static bool TryFuse(ir::Graph& graph, ir::Node* bn) {
     ir::Value* y = bn->input(0);
     ir::Node* conv = y->producer();
-    if (conv == nullptr || conv->kind() != ir::OpKind::kConv) return false;
-    if (conv->attrs<ir::ConvAttrs>().activation != ir::Activation::kNone) return false;
+    if (conv == nullptr ||
+        (conv->kind() != ir::OpKind::kConv && conv->kind() != ir::OpKind::kConvTranspose)) {
+      return false;
+    }
+    const bool transposed = conv->kind() == ir::OpKind::kConvTranspose;
+    if (!transposed && conv->attrs<ir::ConvAttrs>().activation != ir::Activation::kNone) {
+      return false;
+    }
     if (!fuse::HasSingleUse(graph, y)) return false;
     const Tensor* w_orig = fuse::ConstantData(conv->input(1));
     std::optional<Tensor> w = fuse::ConstantF32(conv->input(1));
-    if (!w || w->rank() < 1) return false;
-    const int64_t m_all = w->dim(0);
+    if (!w || w->rank() < (transposed ? 2 : 1)) return false;
+    const int64_t group = transposed ? conv->attrs<ir::ConvTransposeAttrs>().group : 1;
+    if (transposed && (group < 1 || w->dim(0) % group != 0)) return false;
+    const int64_t m_all = transposed ? w->dim(1) * group : w->dim(0);
     std::optional<Tensor> b;
     if (conv->input(2) != nullptr) {
       b = fuse::ConstantF32(conv->input(2));
@@ -48,11 +58,24 @@ class FuseConvBatchNormPass : public Pass {
     const std::vector<float>& shift = bn_affine->shift;
 
     Tensor w_new(DType::kFloat32, w->dims());
-    const int64_t per_m = m_all == 0 ? 0 : w->numel() / m_all;
     const float* wp = w->data<float>();
     float* wq = w_new.data<float>();
-    for (int64_t m = 0; m < m_all; ++m) {
-      for (int64_t k = 0; k < per_m; ++k) wq[m * per_m + k] = wp[m * per_m + k] * scale[m];
+    if (transposed) {  // [C, M/g, taps]: row (c, j) is output channel (c / (C/g)) * (M/g) + j
+      const int64_t c_all = w->dim(0), m_per_group = w->dim(1);
+      const int64_t c_per_group = c_all / group;
+      const int64_t taps = w->numel() == 0 ? 0 : w->numel() / (c_all * m_per_group);
+      for (int64_t c = 0; c < c_all; ++c) {
+        for (int64_t j = 0; j < m_per_group; ++j) {
+          const float sm = scale[c / c_per_group * m_per_group + j];
+          const int64_t row = (c * m_per_group + j) * taps;
+          for (int64_t k = 0; k < taps; ++k) wq[row + k] = wp[row + k] * sm;
+        }
+      }
+    } else {
+      const int64_t per_m = m_all == 0 ? 0 : w->numel() / m_all;
+      for (int64_t m = 0; m < m_all; ++m) {
+        for (int64_t k = 0; k < per_m; ++k) wq[m * per_m + k] = wp[m * per_m + k] * scale[m];
+      }
     }
     Tensor b_new(DType::kFloat32, {m_all});
     for (int64_t m = 0; m < m_all; ++m) {

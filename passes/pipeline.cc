@@ -79,6 +79,9 @@ Pipeline DefaultPipeline() {
   p.push_back(CreateEliminateDeadCodePass());
   p.push_back(CreateFuseConvBatchNormPass());
   p.push_back(CreateFuseConvAddPass());
+  // Again: a BatchNormalization after a bias Add that fuse-conv-add just folded (paddle2onnx's
+  // ConvTranspose -> Add -> BatchNormalization).
+  p.push_back(CreateFuseConvBatchNormPass());
   p.push_back(CreateFusePadConvPass());
   p.push_back(CreateFuseGemmBatchNormPass());
   p.push_back(CreateFuseMatMulAddPass());

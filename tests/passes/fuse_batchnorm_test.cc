@@ -90,6 +90,32 @@ TEST(PassesFuseConvBatchNormTest, OutputsAgreeForGroupedDepthwiseAndBiasless) {
   }
 }
 
+// A ConvTranspose's weights are [C, M/g, kH, kW]: output channel (c / (C/g)) * (M/g) + j scales
+// row (c, j). Grouped, with and without a bias, and strided with pads.
+TEST(PassesFuseConvBatchNormTest, ConvTransposeFoldsPerOutputChannel) {
+  for (const ConvBnCase& cc : std::vector<ConvBnCase>{{"dense_bias", 3, 5, 1, true},
+                                                      {"grouped_no_bias", 4, 6, 2, false},
+                                                      {"depthwise_bias", 4, 4, 4, true}}) {
+    SCOPED_TRACE(cc.name);
+    auto build = [&](ir::Graph& g) {
+      ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {2, cc.c, 4, 5}));
+      std::vector<ir::Value*> in = {
+          x, g.NewConstant("w", SeededUniform({cc.c, cc.m / cc.group, 3, 3}, 1))};
+      if (cc.bias) in.push_back(g.NewConstant("b", SeededUniform({cc.m}, 2)));
+      ir::Node* up = g.AddNode(OpKind::kConvTranspose, "up", in, {"y"});
+      auto& a = up->mutable_attrs<ir::ConvTransposeAttrs>();
+      a.group = cc.group;
+      a.strides = {2, 2};
+      a.pads = {1, 1, 1, 1};
+      g.AddOutput(AddBatchNorm(g, up->output(0), cc.m, 5));
+    };
+    FuseResult r = FuseAndCompare(build, passes::CreateFuseConvBatchNormPass(),
+                                  {SeededUniform({2, cc.c, 4, 5}, 9)});
+    EXPECT_TRUE(r.changed);
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kBatchNormalization), 0);
+  }
+}
+
 TEST(PassesFuseConvBatchNormTest, LeavesSharedOutputsTrainingModeAndRuntimeParameters) {
   // The Conv output is also a graph output; a second BN reads runtime parameters; a third is in
   // training mode.

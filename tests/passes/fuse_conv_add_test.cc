@@ -51,6 +51,30 @@ TEST(PassesFuseConvAddTest, ConstantsVaryingAlongOtherAxesStay) {
   }
 }
 
+// paddle2onnx's ConvTranspose bias: ConvTranspose(x [1,4,3,3], w [4,3,2,2], group 2: 6 output
+// channels) + a [1, 6, 1, 1] constant.
+TEST(PassesFuseConvAddTest, ConvTransposeBiasAddBecomesItsBias) {
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "with a bias" : "without a bias");
+    auto build = [&](ir::Graph& g) {
+      ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 4, 3, 3}));
+      std::vector<ir::Value*> ins = {x, g.NewConstant("w", SeededUniform({4, 3, 2, 2}, 1))};
+      if (with_bias) ins.push_back(g.NewConstant("b", SeededUniform({6}, 2)));
+      ir::Node* up = g.AddNode(OpKind::kConvTranspose, "up", ins, {"y"});
+      auto& a = up->mutable_attrs<ir::ConvTransposeAttrs>();
+      a.group = 2;
+      a.strides = {2, 2};
+      ir::Value* k = g.NewConstant("k", SeededUniform({1, 6, 1, 1}, 3));
+      g.AddOutput(g.AddNode(OpKind::kAdd, "add", {up->output(0), k}, {"z"})->output(0));
+    };
+    FuseResult r =
+        FuseAndCompare(build, passes::CreateFuseConvAddPass(), {SeededUniform({1, 4, 3, 3}, 9)});
+    EXPECT_TRUE(r.changed);
+    EXPECT_EQ(CountOps(*r.graph, OpKind::kAdd), 0);
+    EXPECT_EQ(r.graph->outputs()[0]->name(), "z");
+  }
+}
+
 TEST(PassesFuseConvAddTest, Mnist8LosesItsBiasAdds) {
   auto g = LoadModel("mnist-8");
   ASSERT_TRUE(g);
