@@ -29,7 +29,11 @@ void OutputMetrics::Add(const Tensor& ref, const Tensor& got) {
   }
   const int64_t rows = ref.rank() > 0 ? ref.dim(0) : 1;
   const int64_t per_row = rows > 0 ? n / rows : 0;
-  if (ref.rank() >= 2 && per_row > 1) {
+  // Top-1 agreement is a classifier's measure: a row of scores along one axis ([N, C] or
+  // [N, C, 1, 1]). A detector's map [N, 1, H, W] has no class to agree on.
+  int score_axes = 0;
+  for (int64_t a = 1; a < ref.rank(); ++a) score_axes += ref.dim(a) > 1 ? 1 : 0;
+  if (ref.rank() >= 2 && per_row > 1 && score_axes == 1) {
     for (int64_t row = 0; row < rows; ++row) {
       agree_ += ArgMax(r + row * per_row, per_row) == ArgMax(g + row * per_row, per_row);
     }
@@ -60,8 +64,10 @@ std::string OutputMetrics::Describe() const {
 }
 
 std::string OutputMetrics::MachineFields() const {
-  return absl::StrFormat("sqnr_db=%.2f cosine=%.5f max_abs=%.4g agreement=%.4f", sqnr_db(),
-                         cosine(), max_abs_, top1_agreement());
+  std::string s =
+      absl::StrFormat("sqnr_db=%.2f cosine=%.5f max_abs=%.4g", sqnr_db(), cosine(), max_abs_);
+  if (rows_ > 0) absl::StrAppendFormat(&s, " agreement=%.4f", top1_agreement());
+  return s;
 }
 
 void LabelledAccuracy::Add(const Tensor& scores, const std::vector<int>& labels) {

@@ -15,7 +15,8 @@ class OutputMetrics {
  public:
   explicit OutputMetrics(std::string name) : name_(std::move(name)) {}
   /// Adds one batch: `ref` (fp32 model) and `got` (plan), both f32 of the same shape. Rows are
-  /// the leading axis; an output with more than one value per row also counts top-1 agreement.
+  /// the leading axis; an output whose rows are scores along one axis ([N, C], [N, C, 1, 1])
+  /// also counts top-1 agreement, others (a detector's map [N, 1, H, W]) do not.
   void Add(const Tensor& ref, const Tensor& got);
   /// 10 log10(sum ref^2 / sum (ref - got)^2); +inf when equal.
   double sqnr_db() const;
@@ -26,7 +27,8 @@ class OutputMetrics {
   double top1_agreement() const;
   /// "output 'logits': SQNR 25.31 dB, cosine 0.99853, max abs error 1.2, top-1 agreement 97.90%"
   std::string Describe() const;
-  /// "sqnr_db=25.31 cosine=0.99853 max_abs=1.2 agreement=0.9790"
+  /// "sqnr_db=25.31 cosine=0.99853 max_abs=1.2 agreement=0.9790" (no agreement without score
+  /// rows)
   std::string MachineFields() const;
 
  private:

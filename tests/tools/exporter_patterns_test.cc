@@ -269,6 +269,23 @@ TEST_F(PatternModelsTest, DataDependentReshapeTargetIsAOneLineErrorAndNoPlan) {
   }
 }
 
+// qcc compare on a detector's probability map [N, 1, H, W]: SQNR, cosine and max error, but no
+// top-1 agreement (an argmax over the map's pixels would report ~1% "agreement" for a good plan,
+// as it did for ppocr-det-v3). A classifier's scores still get it (compare_test.cc).
+TEST_F(PatternModelsTest, CompareOfAMapReportsNoTopOneAgreement) {
+  const std::string dir = PatternsRoot() + "/paddle_det_head";
+  const std::string model = dir + "/model.onnx";
+  ASSERT_EQ(Qcc({"calibrate", model, dir + "/calib", "-o", Path("t.json")}).exit_code, 0);
+  ASSERT_EQ(
+      Qcc({"compile", model, "--int8", "--calib", Path("t.json"), "-o", Path("m.plan")}).exit_code,
+      0);
+  const QccResult r = Qcc({"compare", model, Path("m.plan"), dir + "/calib"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("output 'y': SQNR "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("agreement"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compare: samples=32 sqnr_db="), std::string::npos) << r.out;
+}
+
 // The Resize, Expand and BatchAffine steps these patterns need have no CUDA kernel yet (no GPU
 // was lent to build them on): --target cuda says so instead of recording a kernel it lacks.
 TEST_F(PatternModelsTest, CudaTargetRefusesStepsWithoutACudaKernel) {
