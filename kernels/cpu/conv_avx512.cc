@@ -117,22 +117,20 @@ QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) 
   return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
 }
 
-/// c + *a * b, *a broadcast inside the FMA (an embedded-broadcast memory operand).
-QCC_AVX512 inline __m512 FmaBroadcast(__m512 b, const float* a, __m512 c) {
-  __asm__("vfmadd231ps %[a]%{1to16%}, %[b], %[c]" : [c] "+v"(c) : [b] "v"(b), [a] "m"(*a));
-  return c;
-}
-
 // The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
+// Each row's weight is broadcast once into a register that its two FMAs share (a memory operand
+// with an embedded broadcast in each FMA was 4% faster on a one-FMA-port Intel core, and is
+// 15-35% slower on a 2-core AMD EPYC with AVX-512: bench/fp32_conv_bench).
 #define QCC_INIT(r)                                                                           \
   __m512 c##r##0 = bias != nullptr && r < MR ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps(); \
   __m512 c##r##1 = c##r##0;
 #define QCC_INIT_ALL \
   QCC_INIT(0) QCC_INIT(1) QCC_INIT(2) QCC_INIT(3) QCC_INIT(4) QCC_INIT(5) QCC_INIT(6) QCC_INIT(7)
-#define QCC_FMA(r)                               \
-  {                                              \
-    c##r##0 = FmaBroadcast(b0, ap + r, c##r##0); \
-    c##r##1 = FmaBroadcast(b1, ap + r, c##r##1); \
+#define QCC_FMA(r)                              \
+  {                                             \
+    const __m512 ar = _mm512_set1_ps(ap[r]);    \
+    c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0); \
+    c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1); \
   }
 #define QCC_FMA_ALL \
   QCC_FMA(0) QCC_FMA(1) QCC_FMA(2) QCC_FMA(3) QCC_FMA(4) QCC_FMA(5) QCC_FMA(6) QCC_FMA(7)
@@ -213,12 +211,14 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 #undef QCC_STORE_ALL
 
 // The transposed tile (pointwise convolutions on small maps): NP output positions x 32 output
-// channels, c<p><h> holding position p, channels 16h..16h+15; x broadcast, weights the vectors.
+// channels, c<p><h> holding position p, channels 16h..16h+15; x broadcast (once per position
+// and k, shared by its two FMAs), weights the vectors.
 #define QCC_T_INIT(r) __m512 c##r##0 = bias_lo, c##r##1 = bias_hi;
-#define QCC_T_FMA(r)                             \
-  if (r < NP) {                                  \
-    c##r##0 = FmaBroadcast(b0, xk + r, c##r##0); \
-    c##r##1 = FmaBroadcast(b1, xk + r, c##r##1); \
+#define QCC_T_FMA(r)                            \
+  if (r < NP) {                                 \
+    const __m512 xr = _mm512_set1_ps(xk[r]);    \
+    c##r##0 = _mm512_fmadd_ps(b0, xr, c##r##0); \
+    c##r##1 = _mm512_fmadd_ps(b1, xr, c##r##1); \
   }
 #define QCC_T_STORE(r)                                                       \
   if (r < NP) {                                                              \
@@ -434,8 +434,10 @@ QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_tap
 /// DepthwisePlane for kernel height KH, vertical stride SY and dilation 1, with each input row
 /// segment loaded once for every output row of the group that reads it (KH, or KH/2 with stride
 /// 2), where DepthwisePlane loads it once per output row and tap. Each output still adds its taps
-/// in DepthwisePlane's order (kernel row, then column), so the two give the same bits.
-template <int KH, int SY>
+/// in DepthwisePlane's order (kernel row, then column), so the two give the same bits. With a
+/// kernel width KW (0: p.kernel[2] at run time), the weights are broadcast into registers once per
+/// plane rather than once per use.
+template <int KH, int SY, int KW>
 QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg_taps,
                                    const float* xp, const float* wm, float bias, float* yp) {
   constexpr int R = 4;                      // output rows per group
@@ -443,8 +445,14 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
   const bool activate = !p.activation.is_identity();
   const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
   const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
-  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kw = p.kernel[2];
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
+  const int64_t kw = KW > 0 ? KW : p.kernel[2];
   const bool stride1 = p.stride[2] == 1;
+  __m512 wb[KW > 0 ? KH * KW : 1];
+  if constexpr (KW > 0) {
+#pragma GCC unroll 49
+    for (int t = 0; t < KH * KW; ++t) wb[t] = _mm512_set1_ps(wm[t]);
+  }
   for (int64_t oy = 0; oy < oh; oy += R) {
     const float* rows[kSpan];  // null where outside x
     for (int j = 0; j < kSpan; ++j) {
@@ -465,7 +473,8 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
           for (int r = 0; r < R; ++r) {
             const int ky = j - r * SY;
             if (ky >= 0 && ky < KH) {
-              acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wm[ky * kw + kx]), v, acc[r]);
+              const __m512 wv = KW > 0 ? wb[ky * KW + kx] : _mm512_set1_ps(wm[ky * kw + kx]);
+              acc[r] = _mm512_fmadd_ps(wv, v, acc[r]);
             }
           }
         }
@@ -488,13 +497,17 @@ using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const
 DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
   if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
   const bool s1 = p.stride[1] == 1;
+  const bool square = p.kernel[2] == p.kernel[1];
   switch (p.kernel[1]) {
     case 3:
-      return s1 ? DepthwisePlaneRows<3, 1> : DepthwisePlaneRows<3, 2>;
+      if (square) return s1 ? DepthwisePlaneRows<3, 1, 3> : DepthwisePlaneRows<3, 2, 3>;
+      return s1 ? DepthwisePlaneRows<3, 1, 0> : DepthwisePlaneRows<3, 2, 0>;
     case 5:
-      return s1 ? DepthwisePlaneRows<5, 1> : DepthwisePlaneRows<5, 2>;
+      if (square) return s1 ? DepthwisePlaneRows<5, 1, 5> : DepthwisePlaneRows<5, 2, 5>;
+      return s1 ? DepthwisePlaneRows<5, 1, 0> : DepthwisePlaneRows<5, 2, 0>;
     case 7:
-      return s1 ? DepthwisePlaneRows<7, 1> : DepthwisePlaneRows<7, 2>;
+      if (square) return s1 ? DepthwisePlaneRows<7, 1, 7> : DepthwisePlaneRows<7, 2, 7>;
+      return s1 ? DepthwisePlaneRows<7, 1, 0> : DepthwisePlaneRows<7, 2, 0>;
     default:
       return DepthwisePlane;
   }

@@ -183,6 +183,11 @@ const std::vector<ConvCase>& Cases() {
       {"depthwise_7x7_stride1", 1, 3, 3, 3, {11, 18}, {7, 7}, {}, {}, {3, 3, 3, 3}},
       {"depthwise_7x7_stride2_wide", 1, 2, 2, 2, {13, 40}, {7, 7}, {2, 2}, {}, {3, 3, 3, 3}},
       {"depthwise_3x3_stride_2x1", 1, 4, 4, 4, {10, 9}, {3, 3}, {2, 1}, {}, {1, 1, 1, 1}},
+      // Stride 2 over rows of several segments with no left pad, a channel multiplier with
+      // stride 2, and stride 3 with dilation and a kernel wider than tall.
+      {"depthwise_stride2_wide_no_left_pad", 1, 3, 3, 3, {9, 70}, {3, 3}, {2, 2}, {}, {0, 0, 1, 1}},
+      {"depthwise_multiplier3_stride2", 2, 2, 6, 2, {8, 37}, {5, 5}, {2, 2}, {}, {2, 2, 2, 2}},
+      {"depthwise_stride3_dilated", 1, 4, 4, 4, {11, 50}, {3, 4}, {3, 3}, {1, 2}, {1, 2, 0, 1}},
       {"kernel_covers_input", 1, 3, 2, 1, {4, 4}, {4, 4}},
       {"conv1d", 2, 3, 4, 1, {10}, {3}, {2}, {}, {1, 1}},
       {"conv3d", 1, 2, 3, 1, {4, 5, 6}, {2, 3, 3}, {1, 2, 1}, {}, {0, 1, 1, 1, 0, 1}},
@@ -313,6 +318,12 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
         cpu::ConvF32DepthwiseAvx512(p, x.data<float>(), w.data<float>(), bias, y.data<float>());
         EXPECT_EQ(CompareTensors(y, want, 1e-4, 1e-4), "")
             << "depthwise avx512, threads " << threads;
+        // Every tap from the bias in (row, column) order: the std::fma chain's bits.
+        EXPECT_EQ(
+            CompareTensors(y, FmaChainConv(p, x.data<float>(), w.data<float>(), bias, want.dims()),
+                           0, 0),
+            "")
+            << "depthwise avx512 bits, threads " << threads;
       }
     }
   }
