@@ -37,6 +37,8 @@ constexpr int64_t kNr = 32;  // output positions per tile (two zmm)
 constexpr int64_t kMaxImplicitTaps = 64;
 // im2col buffer per thread: a quarter of a 2 MiB L2, so it stays cached for the GEMM.
 constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
+// Floats of b a band of columns spans across the blocks of weights (64 KiB).
+constexpr int64_t kColBandFloats = int64_t{1} << 14;
 
 using internal::OddLineStride;
 
@@ -163,6 +165,8 @@ QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb
                      const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
   QCC_INIT_ALL
   for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
+    _mm_prefetch(reinterpret_cast<const char*>(b + 2 * kNr), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + 2 * kNr + 16), _MM_HINT_T0);
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
     const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     QCC_FMA_ALL
@@ -448,6 +452,7 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
   const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
   const int64_t kw = KW > 0 ? KW : p.kernel[2];
   const bool stride1 = p.stride[2] == 1;
+  const int64_t ahead = std::max<int64_t>(1, 2048 / (R * SY * w_in * 4));
   __m512 wb[KW > 0 ? KH * KW : 1];
   if constexpr (KW > 0) {
 #pragma GCC unroll 49
@@ -459,8 +464,16 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
       const int64_t iy = oy * SY - p.pad[1] + j;
       rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
     }
+    // Input rows a group reads first, `ahead` groups on (about 2 KiB; past the plane's last row,
+    // the next plane's first rows, which follow it in x), prefetched a segment at a time.
+    const int64_t next_row = oy * SY - p.pad[1] + kSpan + (ahead - 1) * R * SY;
     const SegmentTap* st = seg_taps;
     for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
+      for (int64_t j = 0; j < R * SY; ++j) {
+        const float* at = xp + (next_row + j) * w_in + ox0 * p.stride[2];
+        _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T0);
+        if (!stride1) _mm_prefetch(reinterpret_cast<const char*>(at + 16), _MM_HINT_T0);
+      }
       __m512 acc[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);
@@ -690,11 +703,23 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
             for (int64_t mb = mb0; mb < mb1; ++mb) {
               for (int64_t j = 0; j < cols; j += kNr) tile(mb, j);
             }
-          } else {
+          } else if (g.implicit) {
             // Each column tile stays in L1 across the blocks of weights.
             for (int64_t j = 0; j < cols; j += kNr) {
-              if (g.implicit) ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
+              ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
               for (int64_t mb = mb0; mb < mb1; ++mb) tile(mb, j);
+            }
+          } else {
+            // Column bands of about 64 KiB of b stay in L2 across the blocks of weights, each
+            // block writing 8 rows of y at a time (a column tile across every block wrote all
+            // of y's rows at once: one store stream per output channel).
+            const int64_t band =
+                std::max(kNr, kColBandFloats / std::max<int64_t>(1, g.k) / kNr * kNr);
+            for (int64_t j0 = 0; j0 < cols; j0 += band) {
+              const int64_t j1 = std::min(cols, j0 + band);
+              for (int64_t mb = mb0; mb < mb1; ++mb) {
+                for (int64_t j = j0; j < j1; j += kNr) tile(mb, j);
+              }
             }
           }
         }

@@ -196,6 +196,11 @@ const std::vector<ConvCase>& Cases() {
       {"channel_tail_13_odd_width", 2, 5, 13, 1, {9, 37}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"banded_wide_k", 1, 64, 24, 1, {40, 40}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"pointwise_large_grouped", 2, 32, 48, 2, {17, 19}, {1, 1}},
+      // Column bands of the AVX-512 path (about 64 KiB of columns each, all blocks of weights
+      // over one band before the next): 600 positions of 64 channels in three bands, the last
+      // ending in a partial tile; a stride-2 im2col whose k = 288 makes bands of one tile.
+      {"pointwise_column_bands", 1, 64, 20, 1, {24, 25}, {1, 1}},
+      {"im2col_column_bands", 2, 32, 12, 1, {40, 40}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
       // More output channels than positions: the pointwise path splits channels first and
       // walks blocks of weights in the outer loop.
       {"pointwise_small_map_many_channels", 1, 40, 72, 1, {7, 7}, {1, 1}},
