@@ -252,6 +252,10 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
   QCC_T_ALL(QCC_T_INIT)
   const float* xk = x;
   for (int64_t k = 0; k < k_len; ++k, bp += 32, xk += ldx) {
+    // The weights 16 rows (2 KiB) on, into the next block's first rows at the end: they are
+    // packed one block after another.
+    _mm_prefetch(reinterpret_cast<const char*>(bp + 16 * 32), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(bp + 16 * 32 + 16), _MM_HINT_T0);
     const __m512 b0 = _mm512_loadu_ps(bp);
     const __m512 b1 = _mm512_loadu_ps(bp + 16);
     QCC_T_ALL(QCC_T_FMA)
