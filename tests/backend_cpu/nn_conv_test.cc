@@ -179,6 +179,7 @@ const std::vector<ConvCase>& Cases() {
       {"depthwise_stride2_dilated_odd", 1, 4, 4, 4, {7, 35}, {2, 3}, {1, 2}, {2, 2}, {0, 1, 1, 2}},
       // DepthwisePlaneRows: kernel heights 3, 5 and 7, vertical stride 1 and 2, planes whose
       // height is not a multiple of its 4-row groups, TF-style "same" pads (more at the end).
+      {"depthwise_3x3_stride1_13_rows", 1, 3, 3, 3, {13, 40}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"depthwise_5x5_stride2_same_pads", 2, 6, 6, 6, {14, 14}, {5, 5}, {2, 2}, {}, {1, 1, 2, 2}},
       {"depthwise_7x7_stride1", 1, 3, 3, 3, {11, 18}, {7, 7}, {}, {}, {3, 3, 3, 3}},
       {"depthwise_7x7_stride2_wide", 1, 2, 2, 2, {13, 40}, {7, 7}, {2, 2}, {}, {3, 3, 3, 3}},
