@@ -72,6 +72,20 @@ void ForEachWindow(const PoolF32Params& p, const WindowTable& table, Fn&& fn) {
 
 constexpr std::array<int64_t, 3> kZero{0, 0, 0};
 
+/// Prefetches (for writing when `write`) the lines of floats [offset, offset + n) from `base`,
+/// which may lie past base's array: the addresses are formed as integers.
+inline void PrefetchLines(const float* base, int64_t offset, int64_t n, int write) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(base) + offset * sizeof(float);
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto* line = reinterpret_cast<const void*>(at + i * sizeof(float));
+    if (write != 0) {
+      __builtin_prefetch(line, 1, 3);
+    } else {
+      __builtin_prefetch(line, 0, 3);
+    }
+  }
+}
+
 #define QCC_AVX512_POOL_F32 __attribute__((target("avx512f")))
 
 /// The taps at `at` of the first `lanes` of 16 outputs `sx` (1 or 2) apart, `span` the masks of
@@ -218,6 +232,9 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
          table.k1[2][whole_end] == p.kernel[2]) {
     ++whole_end;
   }
+  // Rows prefetched ahead: about 2 KiB of input.
+  const int64_t ahead =
+      std::max<int64_t>(1, 2048 / (std::max<int64_t>(1, p.stride[1] * p.in[2]) * 4));
   NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* xp = x + plane * in_sp;
@@ -228,6 +245,13 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
         for (int64_t oy = 0; oy < p.out[1]; ++oy) {
           float* yr = yp + oy * p.out[2];
           const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
+          // The input rows the row `ahead` on reads first and that row's outputs (past the
+          // plane's end, the next plane's: planes follow each other), a line at a time.
+          const int64_t next_in = table.start[1][oy] + p.kernel[1] + (ahead - 1) * p.stride[1];
+          for (int64_t j = 0; j < p.stride[1]; ++j) {
+            PrefetchLines(xp, (next_in + j) * p.in[2], p.in[2], 0);
+          }
+          PrefetchLines(yp, (oy + ahead) * p.out[2], p.out[2], 1);
           if (ky0 < ky1) {
             if (whole_begin < whole_end) {
               (Cpu().avx512f ? MaxPoolRowAvx512 : MaxPoolRowAvx2)(p, xp, table.start[1][oy] + ky0,
@@ -326,12 +350,28 @@ void AveragePoolF32(const PoolF32Params& p, bool count_include_pad, const float*
 }
 
 void GlobalAveragePoolF32(int64_t planes, int64_t size, const float* x, float* y, int num_threads) {
+  auto mean = [size](double sum) {
+    return size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
+  };
   NnParallelFor(num_threads, planes, size, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
+    // Each plane's sum runs in order, in double. Eight planes go together, so that their eight
+    // chains of dependent adds overlap (one chain at a time waited on every add: squeezenet1.1's
+    // 1000 x 13 x 13 took 0.08 ms).
+    constexpr int64_t kPlanes = 8;
+    int64_t i = begin;
+    for (; i + kPlanes <= end; i += kPlanes) {
+      const float* xp = x + i * size;
+      double sum[kPlanes] = {};
+      for (int64_t j = 0; j < size; ++j) {
+        for (int64_t q = 0; q < kPlanes; ++q) sum[q] += xp[q * size + j];
+      }
+      for (int64_t q = 0; q < kPlanes; ++q) y[i + q] = mean(sum[q]);
+    }
+    for (; i < end; ++i) {
       const float* xp = x + i * size;
       double sum = 0.0;
       for (int64_t j = 0; j < size; ++j) sum += xp[j];
-      y[i] = size > 0 ? static_cast<float>(sum / static_cast<double>(size)) : 0.0f;
+      y[i] = mean(sum);
     }
   });
 }
