@@ -191,10 +191,17 @@ EvalArena::~EvalArena() = default;
 std::unique_ptr<RunAllocator> EvalArena::Begin(const std::vector<Dims>& input_dims, bool poison) {
   std::unique_ptr<RunLayout> layout;
   {
+    // The most recent record of these shapes, taken out of the pool (a run that overlaps this
+    // one records its own).
     std::lock_guard<std::mutex> lock(mu_);
-    layout = std::move(layout_);
+    for (auto it = layouts_.rbegin(); it != layouts_.rend(); ++it) {
+      if ((*it)->input_dims == input_dims) {
+        layout = std::move(*it);
+        layouts_.erase(std::next(it).base());
+        break;
+      }
+    }
   }
-  if (layout != nullptr && layout->input_dims != input_dims) layout.reset();
   if (layout != nullptr) {
     if (!layout->planned) Plan(*layout);
     // A slice that outlived an earlier run still holds the old arena: take a fresh one.
@@ -240,7 +247,15 @@ EvalMemoryStats EvalArena::Finish(std::unique_ptr<RunAllocator> run) {
   }
   run.reset();
   std::lock_guard<std::mutex> lock(mu_);
-  layout_ = std::move(next);
+  // Records of other shapes are dropped (the inputs changed shape: their arenas would only hold
+  // memory), and at most kMaxKeptLayouts of these shapes are kept, one per run that overlapped.
+  layouts_.erase(std::remove_if(layouts_.begin(), layouts_.end(),
+                                [&](const std::unique_ptr<RunLayout>& l) {
+                                  return l->input_dims != next->input_dims;
+                                }),
+                 layouts_.end());
+  layouts_.push_back(std::move(next));
+  if (layouts_.size() > kMaxKeptLayouts) layouts_.erase(layouts_.begin());
   last_stats_ = stats;
   return stats;
 }

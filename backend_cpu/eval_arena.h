@@ -64,7 +64,9 @@ class RunAllocator {
 
 /// What an Evaluator keeps between runs: the allocation record of its last run and, once a
 /// second run on the same input shapes begins, the arena planned from it. Thread-safe: runs that
-/// overlap in time each get their own allocator; the last to finish leaves its record.
+/// overlap in time each take a record of their shapes (or start one) and give it back when they
+/// finish, so that K runs at a time (a calibration's threads) keep K arenas; a run on other
+/// shapes drops the records of the old ones.
 class EvalArena {
  public:
   EvalArena();
@@ -78,8 +80,10 @@ class EvalArena {
   EvalMemoryStats last_stats();
 
  private:
+  /// More than the runs that overlap in practice; a bound on the arenas kept.
+  static constexpr size_t kMaxKeptLayouts = 8;
   std::mutex mu_;
-  std::unique_ptr<RunLayout> layout_;
+  std::vector<std::unique_ptr<RunLayout>> layouts_;  // oldest first, all of one input shape
   EvalMemoryStats last_stats_;
 };
 

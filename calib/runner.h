@@ -1,8 +1,9 @@
 // The calibration runner: streams a dataset through the fused fp32 graph with its observers
 // and gathers every observed tensor's statistics.
 //
-// Memory is O(observed tensors x bins) plus one batch of activations, never O(samples): a
-// sample is read, batched, run and dropped.
+// Memory is O(observed tensors x bins) plus one batch of activations (at batch 1, one per thread
+// and the statistics per thread, but under a memory cap), never O(samples): a sample is read,
+// batched, run and dropped.
 #ifndef QCC_CALIB_RUNNER_H_
 #define QCC_CALIB_RUNNER_H_
 

@@ -14,9 +14,21 @@
 
 namespace qcc::calib::internal {
 
+/// Runs a group of batches (each one tensor per model input), in any order or at once, and
+/// returns one status per batch.
+using RunBatchGroupFn =
+    std::function<std::vector<absl::Status>(const std::vector<std::vector<Tensor>>& batches)>;
+
 /// Reads every sample of `data`, stacks runs of equal shapes into batches of up to `batch`
-/// samples and calls `run_batch` on each; reports progress through options.on_progress and
-/// fills run->samples and run->skipped_files. Errors of run_batch name the batch's first file.
+/// samples and calls `run_group` on every `group` batches (fewer at the end); reports progress
+/// through options.on_progress after each batch of a group and fills run->samples and
+/// run->skipped_files. The first failed batch of a group, in reading order, is the error, naming
+/// the batch's first file.
+absl::Status StreamBatchGroups(Dataset& data, const RunnerOptions& options, int64_t batch,
+                               int64_t group, const RunBatchGroupFn& run_group,
+                               CalibrationRun* run);
+
+/// StreamBatchGroups one batch at a time.
 absl::Status StreamBatches(Dataset& data, const RunnerOptions& options, int64_t batch,
                            const std::function<absl::Status(const std::vector<Tensor>&)>& run_batch,
                            CalibrationRun* run);
