@@ -69,6 +69,41 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
   }
 }
 
+namespace {
+
+/// Fills p's spatial extents, strides, pads and dilations (right aligned, as the Conv kernel
+/// has them) from the graph's static types and `node`'s attributes; false when an extent is not
+/// static or the pads are computed (auto_pad SAME_*), which then settle at run time.
+bool StaticConvExtents(const ir::Node& node, ConvF32Params& p) {
+  const ir::TensorType& x = node.input(0)->type();
+  const ir::TensorType& y = node.output(0)->type();
+  if (!x.has_rank() || !y.has_rank() || x.rank() != y.rank() || x.rank() < 3 || x.rank() > 5) {
+    return false;
+  }
+  const ir::ConvAttrs& a = node.attrs<ir::ConvAttrs>();
+  if (a.auto_pad != ir::AutoPad::kNotSet && a.auto_pad != ir::AutoPad::kValid) return false;
+  const int64_t spatial = x.rank() - 2;
+  auto attr = [&](const ir::Ints& v, int64_t i, int64_t fill) { return v.empty() ? fill : v[i]; };
+  if ((!a.strides.empty() && static_cast<int64_t>(a.strides.size()) != spatial) ||
+      (!a.dilations.empty() && static_cast<int64_t>(a.dilations.size()) != spatial) ||
+      (!a.pads.empty() && static_cast<int64_t>(a.pads.size()) != 2 * spatial)) {
+    return false;  // the kernel reports the error
+  }
+  for (int64_t i = 0; i < spatial; ++i) {
+    const ir::Dim in = (*x.dims)[2 + i], out = (*y.dims)[2 + i];
+    if (!ir::IsKnown(in) || !ir::IsKnown(out)) return false;
+    const int64_t at = 3 - spatial + i;
+    p.in[at] = in;
+    p.out[at] = out;
+    p.stride[at] = attr(a.strides, i, 1);
+    p.dilation[at] = attr(a.dilations, i, 1);
+    p.pad[at] = a.auto_pad == ir::AutoPad::kValid ? 0 : attr(a.pads, i, 0);
+  }
+  return true;
+}
+
+}  // namespace
+
 void Evaluator::PackConvWeights(const ir::Node& node) {
   const ir::Value* wv = node.num_inputs() > 1 ? node.input(1) : nullptr;
   if (wv == nullptr || wv->constant() == nullptr) return;
@@ -86,9 +121,12 @@ void Evaluator::PackConvWeights(const ir::Node& node) {
   p.groups = group;
   p.kernel = {1, 1, 1};
   for (int64_t a = 2; a < w.rank(); ++a) p.kernel[a - 2 + (5 - w.rank())] = w.dim(a);
-  if (ConvF32PackingDependsOnExtents(p)) return;
+  const bool for_extents = ConvF32PackingDependsOnExtents(p);
+  if (for_extents && !StaticConvExtents(node, p)) return;  // packed on each run
   std::vector<float> packed = PackConvF32Weights(p, w.data<float>());
-  if (!packed.empty()) packed_conv_weights_.emplace(&node, std::move(packed));
+  if (packed.empty()) return;
+  packed_conv_weights_.emplace(&node, std::move(packed));
+  if (for_extents) packed_conv_extents_.emplace(&node, std::make_pair(p.in, p.out));
 }
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& graph,
@@ -258,6 +296,10 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
                   options_.on_observe ? &options_.on_observe : nullptr};
     if (auto packed = packed_conv_weights_.find(node.get()); packed != packed_conv_weights_.end()) {
       ctx.packed_conv_weights = &packed->second;
+      if (auto e = packed_conv_extents_.find(node.get()); e != packed_conv_extents_.end()) {
+        ctx.packed_conv_in = &e->second.first;
+        ctx.packed_conv_out = &e->second.second;
+      }
     }
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {

@@ -33,6 +33,11 @@ struct OpContext {
   /// Conv with a constant W: W packed once by the evaluator (kernels/conv.h's
   /// PackConvF32Weights), or null.
   const std::vector<float>* packed_conv_weights = nullptr;
+  /// Non-null when that packing holds only for these input and output extents (spatial, right
+  /// aligned as ConvF32Params has them: ConvF32PackingDependsOnExtents); at others the op packs
+  /// on its own.
+  const std::array<int64_t, 3>* packed_conv_in = nullptr;
+  const std::array<int64_t, 3>* packed_conv_out = nullptr;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs[i].defined(); }

@@ -53,10 +53,13 @@ absl::Status RunConv(OpContext& ctx) {
   QCC_RETURN_IF_ERROR(FillWindow(ctx, *spec, in, SpatialDims(y), pad_begin, p));
   QCC_ASSIGN_OR_RETURN(p.activation, FusedActivationOf(ctx, a));
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  // W packed by the evaluator, or nothing: ConvF32WithPacked then packs as ConvF32 does.
+  // W packed by the evaluator (for these extents, where the packing depends on them), or
+  // nothing: ConvF32WithPacked then packs as ConvF32 does.
   static const std::vector<float> kNotPacked;
+  const bool fits = ctx.packed_conv_in == nullptr ||
+                    (*ctx.packed_conv_in == p.in && *ctx.packed_conv_out == p.out);
   const std::vector<float>& packed =
-      ctx.packed_conv_weights != nullptr ? *ctx.packed_conv_weights : kNotPacked;
+      ctx.packed_conv_weights != nullptr && fits ? *ctx.packed_conv_weights : kNotPacked;
   float* workspace = ScratchF32(ConvF32WithPackedWorkspaceSize(p, packed));
   ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias, y.data<float>(), workspace);
   return absl::OkStatus();

@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "backend_cpu/evaluator.h"
+#include "ir/shape_inference.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/cpu_features.h"
 #include "tests/backend_cpu/nn_testing.h"
@@ -426,7 +428,7 @@ TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
 // PackConvF32Weights's contract: what it packs from channels, groups and the kernel's volume
 // alone (as the evaluator calls it, before it knows extents) is what it packs with a case's
 // extents, strides and pads, except where ConvF32PackingDependsOnExtents says otherwise (there
-// the evaluator does not pack ahead).
+// the evaluator packs for the graph's static extents, or not ahead at all).
 TEST(NnConvTest, PackingDependsOnExtentsOnlyWhereItSays) {
   int compared = 0;
   for (const ConvCase& cc : Cases()) {
@@ -445,6 +447,51 @@ TEST(NnConvTest, PackingDependsOnExtentsOnlyWhereItSays) {
     ++compared;
   }
   EXPECT_GT(compared, 0);
+}
+
+// A 1x1 conv of 64 channels in and 72 out on a 7x7 map, whose packing depends on its extents:
+// the evaluator packs it once for the graph's static extents (or, with symbolic ones, leaves
+// it to each run), and every run gives ConvF32's bits.
+TEST(NnConvTest, TheEvaluatorPacksExtentDependentConvsForStaticExtents) {
+  constexpr int64_t kC = 64, kM = 72, kHw = 7;
+  cpu::ConvF32Params bare;
+  bare.in_channels = kC;
+  bare.out_channels = kM;
+  ASSERT_TRUE(cpu::ConvF32PackingDependsOnExtents(bare) || !cpu::ConvF32HasAvx512());
+  const Tensor x = RandomF32({1, kC, kHw, kHw}, 31), w = RandomF32({kM, kC, 1, 1}, 32),
+               b = RandomF32({kM}, 33);
+  cpu::ConvF32Params p = bare;
+  p.in = {1, kHw, kHw};
+  p.out = {1, kHw, kHw};
+  p.num_threads = 2;
+  Tensor want(DType::kFloat32, {1, kM, kHw, kHw});
+  std::vector<float> ws(cpu::ConvF32WorkspaceSize(p) + 1);
+  cpu::ConvF32(p, x.data<float>(), w.data<float>(), b.data<float>(), want.data<float>(), ws.data());
+  for (bool symbolic : {false, true}) {
+    SCOPED_TRACE(symbolic ? "symbolic extents" : "static extents");
+    ir::Graph g;
+    g.set_opset(17);
+    std::vector<ir::Dim> dims = {1, kC, kHw, kHw};
+    if (symbolic) {
+      g.AddSymbol("H");
+      g.AddSymbol("W");
+      dims = {1, kC, ir::SymbolDim(0), ir::SymbolDim(1)};
+    }
+    ir::Value* in = g.AddInput("x", ir::TensorType(DType::kFloat32, dims));
+    ir::Value* wv = g.NewConstant("w", w);
+    ir::Value* bv = g.NewConstant("b", b);
+    g.AddOutput(g.AddNode(ir::OpKind::kConv, "conv", {in, wv, bv}, {"y"})->output(0));
+    ASSERT_TRUE(ir::InferShapes(g).ok());
+    cpu::EvalOptions options;
+    options.num_threads = 2;
+    auto ev = cpu::Evaluator::Create(g, options);
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    for (int run = 0; run < 2; ++run) {
+      auto y = (*ev)->Run({x});
+      ASSERT_TRUE(y.ok()) << y.status();
+      EXPECT_EQ(CompareTensors((*y)[0], want, 0, 0), "") << "run " << run;
+    }
+  }
 }
 
 TEST(NnConvTest, EmptyConvolutionsRunOnEveryPath) {
