@@ -217,6 +217,10 @@ TRANSFORMERS_MARK = "<!-- transformers: bench/transformer_vs_ort.py -->"
 # compare-ort runs on the CPU and always keeps it.
 GPU_MARK = "<!-- gpu: scripts/gpu-check -->"
 
+# Where the notes written by hand start (kernel benchmarks, other CPUs, what was tried, models
+# the generator does not run), after the image models' part; compare-ort always keeps them.
+NOTES_MARK = "<!-- notes: written by hand -->"
+
 
 def roofline(results):
     """Section 3b: each timing as operations per second (2 per multiply-add of `qcc inspect`)
@@ -264,16 +268,20 @@ def roofline(results):
 
 
 def full_markdown(results, old=""):
-    """benchmarks.md: the image models' part, the transformer section and the GPU section; a
-    part this run did not measure is kept from `old` (the file as it was)."""
+    """benchmarks.md: the image models' part, the notes written by hand, the transformer section
+    and the GPU section; the notes and the GPU section are kept from `old` (the file as it was),
+    and so is a part this run did not measure."""
     import transformer_vs_ort  # noqa: PLC0415
 
     old, _, old_gpu = old.partition(GPU_MARK)
-    old_images, _, old_transformers = old.partition(TRANSFORMERS_MARK)
+    old, _, old_transformers = old.partition(TRANSFORMERS_MARK)
+    old_images, _, old_notes = old.partition(NOTES_MARK)
     images = markdown(results) if results["models"] else old_images.rstrip("\n") + "\n"
+    notes = old_notes.strip("\n")
+    text = images + (f"\n{NOTES_MARK}\n{notes}\n" if notes else "")
     transformers = (transformer_vs_ort.markdown(results["transformers"])
                     if "transformers" in results else old_transformers.strip("\n") + "\n")
-    text = images + (f"\n{TRANSFORMERS_MARK}\n{transformers}" if transformers.strip() else "")
+    text += f"\n{TRANSFORMERS_MARK}\n{transformers}" if transformers.strip() else ""
     gpu = old_gpu.strip("\n")
     return text + (f"\n{GPU_MARK}\n{gpu}\n" if gpu else "")
 
