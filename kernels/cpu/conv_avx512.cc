@@ -25,6 +25,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/prefetch.h"
 
 #define QCC_AVX512 __attribute__((target("avx512f")))
 
@@ -119,16 +120,6 @@ QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) 
   return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
 }
 
-/// Prefetches (into L1; for writing when kWrite) the line holding the float `offset` floats from
-/// `base`, which may lie past base's array (the next tile, row or plane, or nothing at the end):
-/// the address is formed as an integer, so no out-of-bounds pointer is.
-template <int kWrite = 0>
-inline void PrefetchFloat(const float* base, int64_t offset) {
-  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base) +
-                                                   offset * static_cast<int64_t>(sizeof(float))),
-                     kWrite, 3);
-}
-
 // The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
 // Each row's weight is broadcast once into a register that its two FMAs share (a memory operand
 // with an embedded broadcast in each FMA was 4% faster on a one-FMA-port Intel core, and is
@@ -175,12 +166,12 @@ QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb
                      const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
-    PrefetchFloat<1>(c, r * ldc + 2 * kNr);
-    PrefetchFloat<1>(c, r * ldc + 2 * kNr + 16);
+    PrefetchAt<1>(c, r * ldc + 2 * kNr);
+    PrefetchAt<1>(c, r * ldc + 2 * kNr + 16);
   }
   for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
-    PrefetchFloat(b, 2 * kNr);
-    PrefetchFloat(b, 2 * kNr + 16);
+    PrefetchAt(b, 2 * kNr);
+    PrefetchAt(b, 2 * kNr + 16);
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
     const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     QCC_FMA_ALL
@@ -207,8 +198,8 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
                              __mmask16 m1) {
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
-    PrefetchFloat<1>(c, r * ldc + 2 * kNr);
-    PrefetchFloat<1>(c, r * ldc + 2 * kNr + 16);
+    PrefetchAt<1>(c, r * ldc + 2 * kNr);
+    PrefetchAt<1>(c, r * ldc + 2 * kNr + 16);
   }
   for (int64_t ci = 0; ci < cg; ++ci, x += in_sp) {
     for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
@@ -272,8 +263,8 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
   for (int64_t k = 0; k < k_len; ++k, bp += 32, xk += ldx) {
     // The weights 16 rows (2 KiB) on, into the next block's first rows at the end: they are
     // packed one block after another.
-    PrefetchFloat(bp, 16 * 32);
-    PrefetchFloat(bp, 16 * 32 + 16);
+    PrefetchAt(bp, 16 * 32);
+    PrefetchAt(bp, 16 * 32 + 16);
     const __m512 b0 = _mm512_loadu_ps(bp);
     const __m512 b1 = _mm512_loadu_ps(bp + 16);
     QCC_T_ALL(QCC_T_FMA)
@@ -494,12 +485,12 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
     for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
       for (int64_t j = 0; j < R * SY; ++j) {
         const int64_t at = (next_row + j) * w_in + ox0 * p.stride[2];
-        PrefetchFloat(xp, at);
-        if (!stride1) PrefetchFloat(xp, at + 16);
+        PrefetchAt(xp, at);
+        if (!stride1) PrefetchAt(xp, at + 16);
       }
       // The output rows of the group `ahead` on, for writing: each store would otherwise wait
       // for its line (0.19 -> 0.11 ms for efficientnet-lite0's blocks.2 depthwise conv).
-      for (int r = 0; r < R; ++r) PrefetchFloat<1>(yp, (oy + ahead * R + r) * ow + ox0);
+      for (int r = 0; r < R; ++r) PrefetchAt<1>(yp, (oy + ahead * R + r) * ow + ox0);
       __m512 acc[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);

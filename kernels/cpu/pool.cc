@@ -14,6 +14,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/prefetch.h"
 
 namespace qcc::cpu {
 
@@ -71,20 +72,6 @@ void ForEachWindow(const PoolF32Params& p, const WindowTable& table, Fn&& fn) {
 }
 
 constexpr std::array<int64_t, 3> kZero{0, 0, 0};
-
-/// Prefetches (for writing when `write`) the lines of floats [offset, offset + n) from `base`,
-/// which may lie past base's array: the addresses are formed as integers.
-inline void PrefetchLines(const float* base, int64_t offset, int64_t n, int write) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(base) + offset * sizeof(float);
-  for (int64_t i = 0; i < n; i += 16) {
-    const auto* line = reinterpret_cast<const void*>(at + i * sizeof(float));
-    if (write != 0) {
-      __builtin_prefetch(line, 1, 3);
-    } else {
-      __builtin_prefetch(line, 0, 3);
-    }
-  }
-}
 
 #define QCC_AVX512_POOL_F32 __attribute__((target("avx512f")))
 
@@ -249,9 +236,9 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
           // plane's end, the next plane's: planes follow each other), a line at a time.
           const int64_t next_in = table.start[1][oy] + p.kernel[1] + (ahead - 1) * p.stride[1];
           for (int64_t j = 0; j < p.stride[1]; ++j) {
-            PrefetchLines(xp, (next_in + j) * p.in[2], p.in[2], 0);
+            PrefetchLines(xp, (next_in + j) * p.in[2], p.in[2]);
           }
-          PrefetchLines(yp, (oy + ahead) * p.out[2], p.out[2], 1);
+          PrefetchLines<1>(yp, (oy + ahead) * p.out[2], p.out[2]);
           if (ky0 < ky1) {
             if (whole_begin < whole_end) {
               (Cpu().avx512f ? MaxPoolRowAvx512 : MaxPoolRowAvx2)(p, xp, table.start[1][oy] + ky0,

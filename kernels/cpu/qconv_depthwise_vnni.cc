@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
 #include "support/tensor.h"
 
@@ -93,10 +94,9 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
     uint8_t* dst = buf + p.pad_top * g.pw + p.pad_left;
     for (int64_t y = 0; y < h; ++y, x += w_in, dst += g.pw) {
       for (int64_t x0 = 0; x0 < w_in; x0 += 64) {
-        // The same row of the next plane, which follows this one in x (nothing to read after
-        // the last: the address is formed as an integer).
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(x) + h * w_in + x0), 0, 3);
+        // The same row of the next plane, which follows this one in x (past the last plane,
+        // nothing: prefetch.h).
+        PrefetchAt(x, h * w_in + x0);
         const __mmask64 m = LowBits64(w_in - x0);
         const __m512i v = _mm512_maskz_loadu_epi8(m, x + x0);
         _mm512_mask_storeu_epi8(dst + x0, m, _mm512_xor_si512(v, flip));
