@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/printer.h"
+#include "ir/shape_fns/nn_window.h"
 #include "ir/shape_inference.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/gemm.h"
@@ -72,32 +73,30 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
 namespace {
 
 /// Fills p's spatial extents, strides, pads and dilations (right aligned, as the Conv kernel
-/// has them) from the graph's static types and `node`'s attributes; false when an extent is not
-/// static or the pads are computed (auto_pad SAME_*), which then settle at run time.
+/// has them) for the input's static extents, through the window geometry the shape functions and
+/// the Conv kernel use (ir/shape_fns/nn_window.h); false when an input extent is not static (or
+/// the attributes are bad: the kernel reports that when it runs).
 bool StaticConvExtents(const ir::Node& node, ConvF32Params& p) {
   const ir::TensorType& x = node.input(0)->type();
-  const ir::TensorType& y = node.output(0)->type();
-  if (!x.has_rank() || !y.has_rank() || x.rank() != y.rank() || x.rank() < 3 || x.rank() > 5) {
-    return false;
-  }
-  const ir::ConvAttrs& a = node.attrs<ir::ConvAttrs>();
-  if (a.auto_pad != ir::AutoPad::kNotSet && a.auto_pad != ir::AutoPad::kValid) return false;
+  if (!x.has_rank() || x.rank() < 3 || x.rank() > 5) return false;
   const int64_t spatial = x.rank() - 2;
-  auto attr = [&](const ir::Ints& v, int64_t i, int64_t fill) { return v.empty() ? fill : v[i]; };
-  if ((!a.strides.empty() && static_cast<int64_t>(a.strides.size()) != spatial) ||
-      (!a.dilations.empty() && static_cast<int64_t>(a.dilations.size()) != spatial) ||
-      (!a.pads.empty() && static_cast<int64_t>(a.pads.size()) != 2 * spatial)) {
-    return false;  // the kernel reports the error
-  }
+  const ir::ConvAttrs& a = node.attrs<ir::ConvAttrs>();
+  ir::Ints kernel(p.kernel.end() - spatial, p.kernel.end());
+  const absl::StatusOr<ir::WindowSpec> spec =
+      ir::MakeWindowSpec(spatial, a.kernel_shape.empty() ? kernel : a.kernel_shape, a.strides,
+                         a.dilations, a.pads, a.auto_pad, false);
+  if (!spec.ok()) return false;
   for (int64_t i = 0; i < spatial; ++i) {
-    const ir::Dim in = (*x.dims)[2 + i], out = (*y.dims)[2 + i];
-    if (!ir::IsKnown(in) || !ir::IsKnown(out)) return false;
+    const ir::Dim in = (*x.dims)[2 + i];
+    if (!ir::IsKnown(in)) return false;
+    const absl::StatusOr<ir::WindowAxis> axis = ir::ForwardWindowAxis(*spec, i, in);
+    if (!axis.ok()) return false;
     const int64_t at = 3 - spatial + i;
     p.in[at] = in;
-    p.out[at] = out;
-    p.stride[at] = attr(a.strides, i, 1);
-    p.dilation[at] = attr(a.dilations, i, 1);
-    p.pad[at] = a.auto_pad == ir::AutoPad::kValid ? 0 : attr(a.pads, i, 0);
+    p.out[at] = axis->out;
+    p.stride[at] = spec->strides[i];
+    p.dilation[at] = spec->dilations[i];
+    p.pad[at] = axis->pad_begin;
   }
   return true;
 }
