@@ -172,10 +172,10 @@ class Exporter {
                        "fuse-attention runs (passes::OnnxFormPipeline)"));
     }
     if (absl::StartsWith(ir::OpName(node.kind()), "qcc.")) {
-      // The quantized graph's ops (passes/realize_int8.h): its QDQ form is passes::InsertQdq's.
+      // The quantized graph's ops (passes/realize_int8.h): passes::QdqForm writes them in ONNX.
       return absl::UnimplementedError(absl::StrCat(
           "node '", node.name(), "' is a ", ir::OpName(node.kind()),
-          ", which has no ONNX form; export the fused graph with passes::InsertQdq instead"));
+          ", which has no ONNX form; write the quantized graph with passes::QdqForm first"));
     }
     if ((node.kind() == ir::OpKind::kSoftmax || node.kind() == ir::OpKind::kLogSoftmax ||
          node.kind() == ir::OpKind::kHardmax) &&

@@ -214,12 +214,14 @@ struct ObserveAttrs {
 
 // The attributes of the elementwise ops (ops.def's Unary column) give their function's
 // constants: SetUnaryConstants fills those of a UnaryCall (support/unary_fn.h), and
-// ir::UnaryCallOf (graph.h) calls it. An op without attributes has no constants.
+// ir::UnaryCallOf (graph.h) calls it; TakeUnaryConstants is its inverse (the QDQ export writes a
+// qcc.QLut back as its op, passes/qdq_form.h). An op without attributes has no constants.
 
 struct LeakyReluAttrs {
   float alpha = 0.01f;
   QCC_ATTR_FIELDS(v("alpha", alpha);)
   void SetUnaryConstants(UnaryCall& c) const { c.alpha = alpha; }
+  void TakeUnaryConstants(const UnaryCall& c) { alpha = c.alpha; }
 };
 
 /// Elu and Celu.
@@ -227,12 +229,14 @@ struct EluAttrs {
   float alpha = 1.0f;
   QCC_ATTR_FIELDS(v("alpha", alpha);)
   void SetUnaryConstants(UnaryCall& c) const { c.alpha = alpha; }
+  void TakeUnaryConstants(const UnaryCall& c) { alpha = c.alpha; }
 };
 
 struct ThresholdedReluAttrs {
   float alpha = 1.0f;
   QCC_ATTR_FIELDS(v("alpha", alpha);)
   void SetUnaryConstants(UnaryCall& c) const { c.alpha = alpha; }
+  void TakeUnaryConstants(const UnaryCall& c) { alpha = c.alpha; }
 };
 
 struct SeluAttrs {
@@ -243,6 +247,10 @@ struct SeluAttrs {
     c.alpha = alpha;
     c.gamma = gamma;
   }
+  void TakeUnaryConstants(const UnaryCall& c) {
+    alpha = c.alpha;
+    gamma = c.gamma;
+  }
 };
 
 struct HardSigmoidAttrs {
@@ -252,6 +260,10 @@ struct HardSigmoidAttrs {
   void SetUnaryConstants(UnaryCall& c) const {
     c.alpha = alpha;
     c.beta = beta;
+  }
+  void TakeUnaryConstants(const UnaryCall& c) {
+    alpha = c.alpha;
+    beta = c.beta;
   }
 };
 
@@ -271,6 +283,10 @@ struct ShrinkAttrs {
   void SetUnaryConstants(UnaryCall& c) const {
     c.alpha = lambd;
     c.beta = bias;
+  }
+  void TakeUnaryConstants(const UnaryCall& c) {
+    lambd = c.alpha;
+    bias = c.beta;
   }
 };
 

@@ -506,9 +506,21 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
                                               const QuantizeOptions& options) {
   QCC_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> excluded, Excluded(graph, options));
   QuantDecision d;
-  const absl::flat_hash_set<const ir::Node*> float_results =
-      options.fixed_params.empty() ? FloatResultCandidates(graph)
-                                   : absl::flat_hash_set<const ir::Node*>();
+  absl::flat_hash_set<const ir::Node*> float_results = FloatResultCandidates(graph);
+  if (!options.fixed_params.empty()) {
+    // In a QDQ model, such a GEMM gives an fp32 result when its input and weights are
+    // dequantized and its result is not quantized (DQ -> MatMul -> Add, what `qcc export`
+    // writes for it, and ONNX Runtime runs as MatMulIntegerToFloat).
+    absl::flat_hash_set<const ir::Node*> given;
+    for (const ir::Node* n : float_results) {
+      if (options.fixed_params.count(n->input(0)->name()) != 0 &&
+          options.fixed_weight_scales.count(n->input(1)->name()) != 0 &&
+          options.fixed_params.count(n->output(0)->name()) == 0) {
+        given.insert(n);
+      }
+    }
+    float_results = std::move(given);
+  }
   // An activation such a GEMM reads gets a zero point from its range even in symmetric mode:
   // the GEMM folds it into its int32 bias at no cost, and a transformer's GELU, LayerNorm and
   // attention outputs are far from symmetric (a symmetric grid leaves levels unused). Every
@@ -586,6 +598,10 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       }
     }
     data.push_back(y);
+    // An fp32-result GEMM of a QDQ model has no parameters for its result, and needs none.
+    const bool unquantized_result =
+        !options.fixed_params.empty() && float_results.contains(&node) && !params_of(y);
+    if (unquantized_result) data.pop_back();
     bool missing = false;
     for (const ir::Value* v : data) {
       if (!params_of(v)) {
@@ -612,7 +628,8 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       }
     }
     const QuantParams in = *params_of(x);
-    const QuantParams out = *params_of(y);
+    // (AssignFloatResults replaces the multipliers an fp32 result's `out` gives.)
+    const QuantParams out = unquantized_result ? QuantParams{} : *params_of(y);
     if (node.kind() == OpKind::kConv || node.kind() == OpKind::kGemm ||
         node.kind() == OpKind::kMatMul) {
       Tensor w;

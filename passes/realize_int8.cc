@@ -261,20 +261,21 @@ std::string FloatTensorName(const ir::Value& int8_value) {
   return std::string(name);
 }
 
-Pipeline Int8Pipeline() {
+Pipeline Int8Pipeline(QuantizedForm form) {
   Pipeline p;
   p.push_back(CreateCancelQdqPass());
   p.push_back(CreateEliminateDeadCodePass());
-  p.push_back(CreateFoldScalesPass());
+  if (form == QuantizedForm::kInteger) p.push_back(CreateFoldScalesPass());
   return p;
 }
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(const ir::Graph& graph,
                                                        const QuantDecision& decision,
-                                                       std::vector<PassRecord>* records) {
+                                                       std::vector<PassRecord>* records,
+                                                       QuantizedForm form) {
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized, Realizer(graph, decision).Run());
   PassRecord realized = RecordRewrite("realize-int8", graph, *quantized);
-  QCC_ASSIGN_OR_RETURN(std::vector<PassRecord> passes, RunPipeline(*quantized, Int8Pipeline()));
+  QCC_ASSIGN_OR_RETURN(std::vector<PassRecord> passes, RunPipeline(*quantized, Int8Pipeline(form)));
   if (records != nullptr) {
     records->push_back(std::move(realized));
     records->insert(records->end(), passes.begin(), passes.end());

@@ -23,6 +23,15 @@ inline constexpr absl::string_view kInt8Suffix = ":int8";
 /// The fused graph's name of an int8 value of the quantized graph (`x` for `x:int8`).
 std::string FloatTensorName(const ir::Value& int8_value);
 
+/// How far RealizeInt8 takes the quantized graph.
+enum class QuantizedForm {
+  /// After cancel-qdq and eliminate-dead-code: qcc.QConv and qcc.QGemm in scale form (int8
+  /// weights with their scales, float bias), which the QDQ export writes (passes/qdq_form.h).
+  kScale,
+  /// After fold-scales too: their int32 bias and multipliers, which the lowering reads.
+  kInteger,
+};
+
 /// Writes `decision`, made for the fused graph `graph`, into a new graph where quantization is
 /// explicit, in two steps.
 ///
@@ -43,19 +52,20 @@ std::string FloatTensorName(const ir::Value& int8_value);
 ///
 /// Int8Pipeline then runs as ordinary passes: cancel-qdq removes each Quantize(Dequantize(x))
 /// between two int8 nodes, eliminate-dead-code the Dequantize nothing reads any more, and
-/// fold-scales gives QConv and QGemm their int32 bias and requantization multipliers.
+/// fold-scales (for `form` kInteger) gives QConv and QGemm their int32 bias and requantization
+/// multipliers.
 ///
 /// Values and nodes keep the fused graph's names, so the plan lowered from it names its buffers
 /// and steps as before. The result passes ir::Verify. Internal when `decision` does not fit
 /// `graph` (a node or tensor it names without parameters). `records`, when given, gets one
 /// record per step (realize-int8, then the pipeline's), as `qcc inspect --passes` prints them.
-absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(const ir::Graph& graph,
-                                                       const QuantDecision& decision,
-                                                       std::vector<PassRecord>* records = nullptr);
+absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(
+    const ir::Graph& graph, const QuantDecision& decision,
+    std::vector<PassRecord>* records = nullptr, QuantizedForm form = QuantizedForm::kInteger);
 
-/// The passes RealizeInt8 runs on the graph it writes: cancel-qdq, eliminate-dead-code,
-/// fold-scales.
-Pipeline Int8Pipeline();
+/// The passes RealizeInt8 runs on the graph it writes: cancel-qdq, eliminate-dead-code, and for
+/// the integer form fold-scales.
+Pipeline Int8Pipeline(QuantizedForm form = QuantizedForm::kInteger);
 
 }  // namespace qcc::passes
 

@@ -13,9 +13,10 @@
 #include "frontend/onnx_exporter.h"
 #include "onnx/onnx_pb.h"
 #include "passes/absorb_qdq.h"
-#include "passes/insert_qdq.h"
 #include "passes/passes.h"
+#include "passes/qdq_form.h"
 #include "passes/quantize.h"
+#include "passes/realize_int8.h"
 #include "support/atomic_file.h"
 #include "support/status.h"
 #include "tools/commands.h"
@@ -83,18 +84,20 @@ absl::Status ExportCommand(const ExportOptions& options) {
   if (!write_qdq) return absl::OkStatus();
   int activations = 0;
   for (const auto& [v, p] : decision.params) activations += v->constant() == nullptr ? 1 : 0;
-  // An fp16 model's float tensors become fp32 (the plan computes them in fp32 too).
-  QCC_ASSIGN_OR_RETURN(const int widened, passes::WidenReducedFloats(*graph));
-  if (widened > 0) {
+  // The quantized graph compile --int8 lowers, in scale form, written op for op in QDQ form.
+  QCC_ASSIGN_OR_RETURN(
+      std::unique_ptr<ir::Graph> quantized,
+      passes::RealizeInt8(*graph, decision, nullptr, passes::QuantizedForm::kScale));
+  passes::QdqOptions qdq_options;
+  qdq_options.uint8_activations = options.asymmetric;
+  QCC_ASSIGN_OR_RETURN(passes::QdqModel qdq, passes::QdqForm(*quantized, qdq_options));
+  if (qdq.widened > 0) {
     std::printf(
         "  %d fp16/bf16 tensors are fp32 in the QDQ model (opset-19 Q/DQ take the scale in "
         "the tensor's type, and ONNX Runtime's int8 kernels need fp32 scales)\n",
-        widened);
+        qdq.widened);
   }
-  passes::QdqOptions qdq;
-  qdq.uint8_activations = options.asymmetric;
-  QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, qdq));
-  QCC_ASSIGN_OR_RETURN(onnx::ModelProto model, frontend::ExportOnnxModel(*graph));
+  QCC_ASSIGN_OR_RETURN(onnx::ModelProto model, frontend::ExportOnnxModel(*qdq.graph));
   model.set_producer_version(QCC_VERSION);
   const std::string output =
       options.output.empty() ? BesideModel(options.model, ".qdq.onnx") : options.output;
@@ -104,7 +107,8 @@ absl::Status ExportCommand(const ExportOptions& options) {
       "activations), opset %d\n",
       options.model.c_str(), int8_nodes, decision.weights.size(),
       options.per_tensor ? "per-tensor" : "per-channel", activations,
-      options.asymmetric ? "uint8 asymmetric" : "int8 symmetric", frontend::ExportOpset(*graph));
+      options.asymmetric ? "uint8 asymmetric" : "int8 symmetric",
+      frontend::ExportOpset(*qdq.graph));
   for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
   std::printf("QDQ model -> %s\n", output.c_str());
   return absl::OkStatus();

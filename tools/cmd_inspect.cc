@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/printer.h"
-#include "passes/insert_qdq.h"
 #include "passes/passes.h"
+#include "passes/qdq_form.h"
 #include "passes/realize_int8.h"
 #include "support/status.h"
 #include "tools/commands.h"
@@ -94,12 +94,14 @@ absl::Status InspectCommand(const InspectOptions& opts) {
     QCC_ASSIGN_OR_RETURN(Int8Table table, LoadInt8Table(opts.model, opts.calib, "", *imported));
     QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
                          DecidePrecision(*graph, table, false, false, {}));
+    QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized,
+                         passes::RealizeInt8(*graph, decision, &records,
+                                             opts.qdq ? passes::QuantizedForm::kScale
+                                                      : passes::QuantizedForm::kInteger));
+    graph = std::move(quantized);
     if (opts.qdq) {
-      QCC_RETURN_IF_ERROR(passes::InsertQdq(*graph, decision, {}));
-    } else {
-      QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized,
-                           passes::RealizeInt8(*graph, decision, &records));
-      graph = std::move(quantized);
+      QCC_ASSIGN_OR_RETURN(passes::QdqModel qdq, passes::QdqForm(*graph, {}));
+      graph = std::move(qdq.graph);
     }
   }
   std::fputs(ir::PrintGraph(*graph).c_str(), stdout);

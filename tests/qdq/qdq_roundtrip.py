@@ -130,15 +130,25 @@ def check_qdq_model(path, asymmetric):
     onnx.checker.check_model(model, full_check=True)
     inits = {t.name: t for t in model.graph.initializer}
     ops = [n.op_type for n in model.graph.node]
-    weight_dqs = 0
+    weight_dqs = bias_dqs = 0
     for n in model.graph.node:
         if n.op_type != "DequantizeLinear" or n.input[0] not in inits:
             continue
-        weight_dqs += 1
         w = inits[n.input[0]]
+        if w.data_type == onnx.TensorProto.INT32:
+            # A bias: int32 at scale s_x * s_w, zero point 0 (absent), read by a Conv or Gemm.
+            bias_dqs += 1
+            assert len(n.input) < 3 or not numpy_helper.to_array(inits[n.input[2]]).any(), \
+                f"{n.name}: bias zero point is not 0"
+            readers = [m.op_type for m in model.graph.node if n.output[0] in m.input]
+            assert readers and set(readers) <= {"Conv", "Gemm", "Add"}, \
+                f"{n.name}: bias read by {readers}"
+            continue
+        weight_dqs += 1
         assert w.data_type == onnx.TensorProto.INT8, f"{n.name}: weights are not int8"
         zp = numpy_helper.to_array(inits[n.input[2]])
         assert not zp.any(), f"{n.name}: weight zero points are not 0"
+    assert bias_dqs <= weight_dqs, f"{bias_dqs} int32 biases for {weight_dqs} int8 weights"
     for n in model.graph.node:
         if n.op_type == "QuantizeLinear":
             zp = inits[n.input[2]]
