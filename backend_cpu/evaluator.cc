@@ -198,6 +198,10 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   for (const Tensor& t : inputs) input_dims.push_back(t.dims());
   std::unique_ptr<internal::RunAllocator> memory = arena_->Begin(input_dims, PoisonRequested());
   absl::flat_hash_map<const ir::Value*, Tensor> live;
+  // fp16 values as the fp32 ops that read them see them: the fp32 result an op computed,
+  // rounded to fp16 in place (widen(narrow(y)), the values widening the fp16 tensor gives). Ops
+  // computing in fp32 read these instead of widening the fp16 tensor again for every use.
+  absl::flat_hash_map<const ir::Value*, Tensor> widened;
   absl::flat_hash_map<const ir::Value*, int> remaining;
   for (const auto& n : graph_.nodes()) {
     for (const ir::Value* v : n->inputs()) {
@@ -258,9 +262,14 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     if (upcast) {
       for (size_t i = 0; i < in.size(); ++i) {
         if (!IsReducedFloat(in[i].dtype())) continue;
-        auto widened = widened_constants_.find(node->input(static_cast<int>(i)));
-        in[i] = widened != widened_constants_.end() ? widened->second
-                                                    : WidenToF32(in[i], options_.num_threads);
+        const ir::Value* v = node->input(static_cast<int>(i));
+        if (auto c = widened_constants_.find(v); c != widened_constants_.end()) {
+          in[i] = c->second;
+        } else if (auto w = widened.find(v); w != widened.end()) {
+          in[i] = w->second;
+        } else {
+          in[i] = WidenToF32(in[i], options_.num_threads);
+        }
       }
     }
     std::vector<Tensor> out;
@@ -302,10 +311,27 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     }
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].dtype() != out_types[i].dtype) {
+      const ir::Value* v = node->output(static_cast<int>(i));
+      if (out[i].dtype() == DType::kFloat32 && out_types[i].dtype == DType::kFloat16 &&
+          remaining[v] > 0) {
+        // The fp16 tensor, then the fp32 result rounded to it in place for the fp32 readers.
+        const int64_t n = out[i].numel();
+        const std::string what = absl::StrCat("node '", node->name(), "' (",
+                                              ir::OpName(node->kind()), "): fp16 output ", i);
+        QCC_RETURN_IF_ERROR(CheckMemory(static_cast<uint64_t>(n) * 2,
+                                        static_cast<uint64_t>(memory->held()), options_.max_memory,
+                                        what));
+        absl::StatusOr<Tensor> half = memory->Allocate(DType::kFloat16, out[i].dims());
+        if (!half.ok()) {
+          return absl::ResourceExhaustedError(absl::StrCat(what, ": ", half.status().message()));
+        }
+        ConvertF32ToF16(n, out[i].data<float>(), half->data<uint16_t>(), options_.num_threads);
+        ConvertF16ToF32(n, half->data<uint16_t>(), out[i].data<float>(), options_.num_threads);
+        widened[v] = std::move(out[i]);
+        out[i] = *std::move(half);
+      } else if (out[i].dtype() != out_types[i].dtype) {
         out[i] = NarrowFromF32(out[i], out_types[i].dtype, options_.num_threads);
       }
-      const ir::Value* v = node->output(static_cast<int>(i));
       if (options_.on_value) options_.on_value(*v, out[i]);
       if (remaining[v] > 0) live[v] = std::move(out[i]);
     }
@@ -314,6 +340,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     for (const ir::Value* v : node->inputs()) {
       if (v == nullptr || --remaining[v] != 0) continue;
       live.erase(v);  // frees its storage, or its bytes in the arena, unless a view holds it
+      widened.erase(v);
     }
   }
 
@@ -326,6 +353,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     results.push_back(t);
   }
   live.clear();
+  widened.clear();
   arena_->Finish(std::move(memory));
   return results;
 }
