@@ -110,6 +110,52 @@ TEST(CalibRunner, StatisticsAreThoseOfEveryObservedValue) {
   EXPECT_EQ(run->tensors.at("y").min(), 0.0f);
 }
 
+// x [N,4] -> Relu -> y; Concat(y, x) -> c [N,8] -> Reshape [N,2,4] -> r -> Relu -> out. The
+// statistics of c and r are merged from those of y and x (the same values), not collected again:
+// they must equal those of the values themselves, on one thread or with a batch per thread.
+TEST(CalibRunner, ConcatAndReshapeOutputsHaveTheStatisticsOfTheirValues) {
+  const std::string dir = TempDir();
+  const std::vector<float> values = SampleValues(10);
+  WriteSamples(dir, values);
+  TensorStats expect;  // per sample: relu(x), then x
+  for (size_t i = 0; i < values.size(); i += 4) {
+    float row[8];
+    for (int j = 0; j < 4; ++j) {
+      row[j] = std::max(values[i + j], 0.0f);
+      row[4 + j] = values[i + j];
+    }
+    expect.Add(row, 8);
+  }
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    auto g = std::make_unique<ir::Graph>();
+    g->set_opset(13);
+    const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
+    ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 4}));
+    ir::Value* y = g->AddNode(ir::OpKind::kRelu, "relu", {x}, {"y"})->output(0);
+    ir::Node* cat = g->AddNode(ir::OpKind::kConcat, "concat", {y, x}, {"c"});
+    cat->mutable_attrs<ir::AxisAttrs>().axis = 1;
+    ir::Value* shape =
+        g->NewConstant("shape", Tensor::FromVector<int64_t>(DType::kInt64, {3}, {-1, 2, 4}));
+    ir::Value* r =
+        g->AddNode(ir::OpKind::kReshape, "reshape", {cat->output(0), shape}, {"r"})->output(0);
+    g->AddOutput(g->AddNode(ir::OpKind::kRelu, "relu2", {r}, {"out"})->output(0));
+    ASSERT_TRUE(ir::InferShapes(*g).ok());
+    ASSERT_TRUE(InstrumentForCalibration(*g).ok());
+    auto data = Dataset::Open(dir, GraphDataInputs(*g), {});
+    ASSERT_TRUE(data.ok()) << data.status();
+    RunnerOptions options;
+    options.batch = 1;
+    options.num_threads = threads;
+    absl::StatusOr<CalibrationRun> run = RunCalibration(*g, **data, options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE(run->tensors.count("c") && run->tensors.count("r"));
+    EXPECT_EQ(run->tensors.at("c").count(), 80);
+    EXPECT_TRUE(run->tensors.at("c") == expect);
+    EXPECT_TRUE(run->tensors.at("r") == expect);
+  }
+}
+
 TEST(CalibRunner, BatchThreadsAndShardsDoNotChangeTheStatistics) {
   const std::string dir = TempDir();
   WriteSamples(dir, SampleValues(37));
