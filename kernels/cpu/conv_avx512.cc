@@ -233,18 +233,59 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
     c##r##0 = _mm512_fmadd_ps(b0, xr, c##r##0); \
     c##r##1 = _mm512_fmadd_ps(b1, xr, c##r##1); \
   }
-#define QCC_T_STORE(r)                                                       \
-  if (r < NP) {                                                              \
-    if (act != nullptr) {                                                    \
-      c##r##0 = Activate(c##r##0, lo, hi, slope);                            \
-      c##r##1 = Activate(c##r##1, lo, hi, slope);                            \
-    }                                                                        \
-    _mm512_mask_i32scatter_ps(y + r, ch_m0, index, c##r##0, 4);              \
-    if (ch_m1 != 0) {                                                        \
-      _mm512_mask_i32scatter_ps(y + 16 * ldy + r, ch_m1, index, c##r##1, 4); \
-    }                                                                        \
+#define QCC_T_ACTIVATE(r)                       \
+  if (r < NP && act != nullptr) {               \
+    c##r##0 = Activate(c##r##0, lo, hi, slope); \
+    c##r##1 = Activate(c##r##1, lo, hi, slope); \
   }
 #define QCC_T_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+
+/// Lanes 0..7 of `v` (the positions of mask `first`) to channel a's row of y, lanes 8..15 to
+/// channel b's; a channel outside `ch_mask` is not stored.
+QCC_AVX512 inline void StoreChannelPair(__m512 v, float* y, int64_t ldy, int a, int b,
+                                        __mmask16 ch_mask, __mmask16 first) {
+  if ((ch_mask >> a) & 1) _mm512_mask_storeu_ps(y + a * ldy, first, v);
+  if ((ch_mask >> b) & 1) {
+    _mm512_mask_storeu_ps(y + b * ldy, first, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xEE));
+  }
+}
+
+/// Stores 16 channels x NP positions of a transposed tile (maskz forms with every lane set: the
+/// plain ones start from _mm512_undefined_ps, which GCC 12 reports as uninitialized): c[p] holds
+/// the 16 channels of position p (p < NP), channel j goes to y[j * ldy + p] for the channels of
+/// `ch_mask`. An 8 x 8 transpose in each 256-bit half (unpack, shuffle, then a two-source permute
+/// of 128-bit blocks) gives each channel its NP positions in one half register, one masked store
+/// per channel instead of a 16-lane scatter per position.
+template <int NP>
+QCC_AVX512 inline void StoreTransposedHalf(__m512 c0, __m512 c1, __m512 c2, __m512 c3, __m512 c4,
+                                           __m512 c5, __m512 c6, __m512 c7, float* y, int64_t ldy,
+                                           __mmask16 ch_mask) {
+  const __m512 t0 = _mm512_maskz_unpacklo_ps(0xFFFF, c0, c1),
+               t1 = _mm512_maskz_unpackhi_ps(0xFFFF, c0, c1);
+  const __m512 t2 = _mm512_maskz_unpacklo_ps(0xFFFF, c2, c3),
+               t3 = _mm512_maskz_unpackhi_ps(0xFFFF, c2, c3);
+  const __m512 t4 = _mm512_maskz_unpacklo_ps(0xFFFF, c4, c5),
+               t5 = _mm512_maskz_unpackhi_ps(0xFFFF, c4, c5);
+  const __m512 t6 = _mm512_maskz_unpacklo_ps(0xFFFF, c6, c7),
+               t7 = _mm512_maskz_unpackhi_ps(0xFFFF, c6, c7);
+  // s[j], 128-bit block q: positions 0-3 of channel 4q + j; s[4 + j]: positions 4-7.
+  const __m512 s[8] = {
+      _mm512_maskz_shuffle_ps(0xFFFF, t0, t2, 0x44), _mm512_maskz_shuffle_ps(0xFFFF, t0, t2, 0xEE),
+      _mm512_maskz_shuffle_ps(0xFFFF, t1, t3, 0x44), _mm512_maskz_shuffle_ps(0xFFFF, t1, t3, 0xEE),
+      _mm512_maskz_shuffle_ps(0xFFFF, t4, t6, 0x44), _mm512_maskz_shuffle_ps(0xFFFF, t4, t6, 0xEE),
+      _mm512_maskz_shuffle_ps(0xFFFF, t5, t7, 0x44), _mm512_maskz_shuffle_ps(0xFFFF, t5, t7, 0xEE)};
+  // Blocks (s[j].q, s[4+j].q, s[j].q+1, s[4+j].q+1): channels 4q + j and 4q + 4 + j, 8 each.
+  const __m512i lo_idx = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i hi_idx =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __mmask16 first = static_cast<__mmask16>((1u << NP) - 1);
+  for (int j = 0; j < 4; ++j) {
+    StoreChannelPair(_mm512_maskz_permutex2var_ps(0xFFFF, s[j], lo_idx, s[4 + j]), y, ldy, j, 4 + j,
+                     ch_mask, first);
+    StoreChannelPair(_mm512_maskz_permutex2var_ps(0xFFFF, s[j], hi_idx, s[4 + j]), y, ldy, 8 + j,
+                     12 + j, ch_mask, first);
+  }
+}
 
 /// y[c * ldy + r] = act(bias[c] + sum_k x[k * ldx + r] * bp[k][c]) for positions r < NP and the
 /// channels c < 32 of masks ch_m0 (0..15) and ch_m1 (16..31); `bp` holds 32 packed channels per k
@@ -269,22 +310,28 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
     const __m512 b1 = _mm512_loadu_ps(bp + 16);
     QCC_T_ALL(QCC_T_FMA)
   }
-  const __m512i index =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(ldy)));
   __m512 lo = _mm512_setzero_ps(), hi = lo, slope = lo;
   if (act != nullptr) {
     lo = _mm512_set1_ps(act->lo);
     hi = _mm512_set1_ps(act->hi);
     slope = _mm512_set1_ps(act->negative_slope);
   }
-  QCC_T_ALL(QCC_T_STORE)
+  QCC_T_ALL(QCC_T_ACTIVATE)
+  // Positions past NP have no accumulators: zeros, never stored.
+  const __m512 z = _mm512_setzero_ps();
+#define QCC_T_HALF(h)                                                                        \
+  StoreTransposedHalf<NP>(c0##h, NP > 1 ? c1##h : z, NP > 2 ? c2##h : z, NP > 3 ? c3##h : z, \
+                          NP > 4 ? c4##h : z, NP > 5 ? c5##h : z, NP > 6 ? c6##h : z,        \
+                          NP > 7 ? c7##h : z, y + h * 16 * ldy, ldy, ch_m##h)
+  QCC_T_HALF(0);
+  if (ch_m1 != 0) QCC_T_HALF(1);
+#undef QCC_T_HALF
 }
 
 #undef QCC_T_ALL
 #undef QCC_T_INIT
 #undef QCC_T_FMA
-#undef QCC_T_STORE
+#undef QCC_T_ACTIVATE
 
 using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*,
                                   const ActivationF32*, float*, int64_t, __mmask16, __mmask16);

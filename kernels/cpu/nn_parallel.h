@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace qcc::cpu {
@@ -31,6 +32,7 @@ void NnParallelFor(int num_threads, int64_t n, int64_t cost_per_item, Fn&& fn) {
     } else {
       fn(int64_t{0}, n);
     }
+    CleanUpperVectorState();
     return;
   }
   ParallelFor(static_cast<int>(threads), n, [&fn](int64_t begin, int64_t end, int thread) {
@@ -39,6 +41,7 @@ void NnParallelFor(int num_threads, int64_t n, int64_t cost_per_item, Fn&& fn) {
     } else {
       fn(begin, end);
     }
+    CleanUpperVectorState();
   });
 }
 

@@ -213,6 +213,14 @@ const std::vector<ConvCase>& Cases() {
       // channels; tiles of 7, and of 8 then 1).
       {"pointwise_transposed_7x7", 2, 72, 80, 1, {7, 7}, {1, 1}},
       {"pointwise_transposed_13x13_no_bias", 1, 64, 100, 1, {13, 13}, {1, 1}, {}, {}, {}, false},
+      // Every AVX-512 tile width (its results go out through an 8 x 8 transpose per 256-bit
+      // half): tiles of 8 then 6 positions with a last block of 26 channels (16 + 10), of 5, of
+      // 4 with a last block of 6, of 3, and of 2 without bias.
+      {"pointwise_transposed_5x6_upper_half", 1, 64, 90, 1, {5, 6}, {1, 1}},
+      {"pointwise_transposed_2x5", 1, 64, 64, 1, {2, 5}, {1, 1}},
+      {"pointwise_transposed_2x2_batch2", 2, 64, 70, 1, {2, 2}, {1, 1}},
+      {"pointwise_transposed_1x3", 1, 65, 64, 1, {1, 3}, {1, 1}},
+      {"pointwise_transposed_1x2", 1, 64, 96, 1, {1, 2}, {1, 1}, {}, {}, {}, false},
       // The AVX2 transposed tiles (an eighth or more of the position lanes empty): a 1x1 map
       // at batch 3 with 3 chunks of k and a 2-channel last block; 5x5, 5 channels in the last
       // block, no bias; maps of 7 and 6 positions (last tiles of 3 and 2).
