@@ -101,6 +101,7 @@ TEST(NnFusedActivationTest, EveryConvKernelAppliesItInTheEpilogue) {
       {"large_banded", 1, 16, 8, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}},
       {"depthwise", 2, 8, 8, 8, {10, 21}, {3, 3}, {1, 1}, {1, 1}},
       {"depthwise_stride2", 1, 5, 5, 5, {9, 40}, {5, 5}, {2, 2}, {2, 2}},
+      {"depthwise_blocked", 1, 24, 24, 24, {7, 7}, {5, 5}, {1, 1}, {2, 2}},
   };
   for (const Geometry& geo : geometries) {
     cpu::ConvF32Params p = ParamsOf(geo);
