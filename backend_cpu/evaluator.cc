@@ -267,6 +267,21 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
           in[i] = c->second;
         } else if (auto w = widened.find(v); w != widened.end()) {
           in[i] = w->second;
+        } else if (in[i].dtype() == DType::kFloat16 && v != nullptr) {
+          // An fp16 value an op made in fp16 (data movement, a pool): widened once, into the
+          // arena, for this reader and the ones after it.
+          const std::string what = absl::StrCat("node '", node->name(), "' (",
+                                                ir::OpName(node->kind()), "): fp32 input ", i);
+          QCC_RETURN_IF_ERROR(CheckMemory(static_cast<uint64_t>(in[i].numel()) * 4,
+                                          static_cast<uint64_t>(memory->held()),
+                                          options_.max_memory, what));
+          absl::StatusOr<Tensor> wide = memory->Allocate(DType::kFloat32, in[i].dims());
+          if (!wide.ok()) {
+            return absl::ResourceExhaustedError(absl::StrCat(what, ": ", wide.status().message()));
+          }
+          ConvertF16ToF32(in[i].numel(), in[i].data<uint16_t>(), wide->data<float>(),
+                          options_.num_threads);
+          in[i] = widened[v] = *std::move(wide);
         } else {
           in[i] = WidenToF32(in[i], options_.num_threads);
         }
