@@ -15,19 +15,18 @@
 // piece, so no BLAS threading is needed.
 //
 // Compiled for any x86-64: only the functions marked QCC_AVX512 use AVX-512, and ConvF32 calls
-// this path only when the CPU reports avx512f.
+// this path only when the CPU reports avx512f. The depthwise path is conv_depthwise_avx512.cc.
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_avx512_internal.h"
 #include "kernels/cpu/conv_internal.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/prefetch.h"
-
-#define QCC_AVX512 __attribute__((target("avx512f")))
 
 namespace qcc::cpu {
 
@@ -41,6 +40,7 @@ constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
 // Floats of b a band of columns spans across the blocks of weights (64 KiB).
 constexpr int64_t kColBandFloats = int64_t{1} << 14;
 
+using internal::Activate;
 using internal::OddLineStride;
 
 struct Geometry {
@@ -108,16 +108,6 @@ Geometry GeometryOf(const ConvF32Params& p) {
   g.m_chunk_blocks = std::max<int64_t>(1, (g.m_blocks + g.m_chunks - 1) / g.m_chunks);
   g.m_chunks = (g.m_blocks + g.m_chunk_blocks - 1) / g.m_chunk_blocks;
   return g;
-}
-
-/// The fused activation on one register (see ActivationF32): NaN lanes stay NaN, because
-/// max/min return their second operand when either is NaN.
-QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) {
-  const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-  v = _mm512_mask_mul_ps(v, neg, v, slope);
-  // maskz forms with every lane set: the plain ones read _mm512_undefined_ps, which GCC 12
-  // reports as maybe-uninitialized.
-  return _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
 }
 
 // The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
@@ -421,175 +411,6 @@ void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, TapLoad* t
   }
 }
 
-/// Bit mask of lanes [lo, hi) (clamped to [0, 16)).
-inline __mmask16 LaneMask(int64_t lo, int64_t hi) {
-  lo = std::clamp<int64_t>(lo, 0, 16);
-  hi = std::clamp<int64_t>(hi, lo, 16);
-  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
-/// Per 16-wide output segment and horizontal tap: where lane 0 reads and which raw lanes of
-/// the (one or two) loads fall inside the input row. The same for every row of a plane.
-struct SegmentTap {
-  int64_t base;
-  __mmask16 m0, m1;
-};
-
-constexpr int64_t kMaxDepthwiseSegmentTaps = 1024;
-
-/// The 16 inputs of one segment tap: a masked load (stride 1), or the even lanes of two.
-QCC_AVX512 inline __m512 LoadSegment(bool stride1, const SegmentTap& t, const float* xrow) {
-  if (stride1) return _mm512_maskz_loadu_ps(t.m0, xrow + t.base);
-  return EvenFloats(xrow + t.base, {t.m0, t.m1});
-}
-
-/// One depthwise plane, 2-D, stride 1 or 2 along x: each 16-wide output segment accumulates
-/// every tap in one register (x loaded masked and shifted; stride 2 keeps the even lanes of
-/// two loads), then is activated (p.activation) and stored once. Four output rows go together,
-/// so that four independent FMA chains hide the FMA latency and share each weight broadcast.
-QCC_AVX512 void DepthwisePlane(const ConvF32Params& p, const SegmentTap* seg_taps, const float* xp,
-                               const float* wm, float bias, float* yp) {
-  const bool activate = !p.activation.is_identity();
-  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
-  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
-  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2], kh = p.kernel[1], kw = p.kernel[2];
-  const bool stride1 = p.stride[2] == 1;
-  for (int64_t oy = 0; oy < oh; oy += 4) {
-    const SegmentTap* st = seg_taps;
-    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
-      __m512 acc0 = _mm512_set1_ps(bias), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-      for (int64_t ky = 0; ky < kh; ++ky) {
-        // Input rows of the four output rows; null where outside x (or past the last row).
-        const float* rows[4];
-        for (int r = 0; r < 4; ++r) {
-          const int64_t iy = (oy + r) * p.stride[1] - p.pad[1] + ky * p.dilation[1];
-          rows[r] = oy + r < oh && iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
-        }
-        const float* wrow = wm + ky * kw;
-        for (int64_t kx = 0; kx < kw; ++kx) {
-          const SegmentTap& t = st[kx];
-          const __m512 wv = _mm512_set1_ps(wrow[kx]);
-          if (rows[0] != nullptr)
-            acc0 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[0]), acc0);
-          if (rows[1] != nullptr)
-            acc1 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[1]), acc1);
-          if (rows[2] != nullptr)
-            acc2 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[2]), acc2);
-          if (rows[3] != nullptr)
-            acc3 = _mm512_fmadd_ps(wv, LoadSegment(stride1, t, rows[3]), acc3);
-        }
-      }
-      if (activate) {
-        acc0 = Activate(acc0, lo, hi, slope);
-        acc1 = Activate(acc1, lo, hi, slope);
-        acc2 = Activate(acc2, lo, hi, slope);
-        acc3 = Activate(acc3, lo, hi, slope);
-      }
-      const __mmask16 m = LaneMask(0, ow - ox0);
-      float* y0 = yp + oy * ow + ox0;
-      _mm512_mask_storeu_ps(y0, m, acc0);
-      if (oy + 1 < oh) _mm512_mask_storeu_ps(y0 + ow, m, acc1);
-      if (oy + 2 < oh) _mm512_mask_storeu_ps(y0 + 2 * ow, m, acc2);
-      if (oy + 3 < oh) _mm512_mask_storeu_ps(y0 + 3 * ow, m, acc3);
-    }
-  }
-}
-
-/// DepthwisePlane for kernel height KH, vertical stride SY and dilation 1, with each input row
-/// segment loaded once for every output row of the group that reads it (KH, or KH/2 with stride
-/// 2), where DepthwisePlane loads it once per output row and tap. Each output still adds its taps
-/// in DepthwisePlane's order (kernel row, then column), so the two give the same bits. With a
-/// kernel width KW (0: p.kernel[2] at run time), the weights are broadcast into registers once per
-/// plane rather than once per use.
-template <int KH, int SY, int KW>
-QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg_taps,
-                                   const float* xp, const float* wm, float bias, float* yp) {
-  constexpr int R = 4;                      // output rows per group
-  constexpr int kSpan = (R - 1) * SY + KH;  // input rows they read
-  const bool activate = !p.activation.is_identity();
-  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
-  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
-  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
-  const int64_t kw = KW > 0 ? KW : p.kernel[2];
-  const bool stride1 = p.stride[2] == 1;
-  const int64_t ahead = std::max<int64_t>(1, 2048 / (R * SY * w_in * 4));
-  __m512 wb[KW > 0 ? KH * KW : 1];
-  if constexpr (KW > 0) {
-#pragma GCC unroll 49
-    for (int t = 0; t < KH * KW; ++t) wb[t] = _mm512_set1_ps(wm[t]);
-  }
-  for (int64_t oy = 0; oy < oh; oy += R) {
-    const float* rows[kSpan];  // null where outside x
-    for (int j = 0; j < kSpan; ++j) {
-      const int64_t iy = oy * SY - p.pad[1] + j;
-      rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
-    }
-    // Input rows a group reads first, `ahead` groups on (about 2 KiB; past the plane's last row,
-    // the next plane's first rows, which follow it in x; the same for y), prefetched a segment
-    // at a time.
-    const int64_t next_row = oy * SY - p.pad[1] + kSpan + (ahead - 1) * R * SY;
-    const SegmentTap* st = seg_taps;
-    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16, st += kw) {
-      for (int64_t j = 0; j < R * SY; ++j) {
-        const int64_t at = (next_row + j) * w_in + ox0 * p.stride[2];
-        PrefetchAt(xp, at);
-        if (!stride1) PrefetchAt(xp, at + 16);
-      }
-      // The output rows of the group `ahead` on, for writing: each store would otherwise wait
-      // for its line (0.19 -> 0.11 ms for efficientnet-lite0's blocks.2 depthwise conv).
-      for (int r = 0; r < R; ++r) PrefetchAt<1>(yp, (oy + ahead * R + r) * ow + ox0);
-      __m512 acc[R];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);
-#pragma GCC unroll 16
-      for (int j = 0; j < kSpan; ++j) {
-        if (rows[j] == nullptr) continue;
-        for (int64_t kx = 0; kx < kw; ++kx) {
-          const __m512 v = LoadSegment(stride1, st[kx], rows[j]);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            const int ky = j - r * SY;
-            if (ky >= 0 && ky < KH) {
-              const __m512 wv = KW > 0 ? wb[ky * KW + kx] : _mm512_set1_ps(wm[ky * kw + kx]);
-              acc[r] = _mm512_fmadd_ps(wv, v, acc[r]);
-            }
-          }
-        }
-      }
-      const __mmask16 m = LaneMask(0, ow - ox0);
-      float* y0 = yp + oy * ow + ox0;
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        if (oy + r >= oh) break;
-        _mm512_mask_storeu_ps(y0 + r * ow, m, activate ? Activate(acc[r], lo, hi, slope) : acc[r]);
-      }
-    }
-  }
-}
-
-using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
-                                  const float*, float, float*);
-
-/// The plane kernel for `p`: a DepthwisePlaneRows instance where one fits.
-DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
-  if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
-  const bool s1 = p.stride[1] == 1;
-  const bool square = p.kernel[2] == p.kernel[1];
-  switch (p.kernel[1]) {
-    case 3:
-      if (square) return s1 ? DepthwisePlaneRows<3, 1, 3> : DepthwisePlaneRows<3, 2, 3>;
-      return s1 ? DepthwisePlaneRows<3, 1, 0> : DepthwisePlaneRows<3, 2, 0>;
-    case 5:
-      if (square) return s1 ? DepthwisePlaneRows<5, 1, 5> : DepthwisePlaneRows<5, 2, 5>;
-      return s1 ? DepthwisePlaneRows<5, 1, 0> : DepthwisePlaneRows<5, 2, 0>;
-    case 7:
-      if (square) return s1 ? DepthwisePlaneRows<7, 1, 7> : DepthwisePlaneRows<7, 2, 7>;
-      return s1 ? DepthwisePlaneRows<7, 1, 0> : DepthwisePlaneRows<7, 2, 0>;
-    default:
-      return DepthwisePlane;
-  }
-}
-
 }  // namespace
 
 namespace {
@@ -625,222 +446,6 @@ void ConvF32PointwiseTransposed(const ConvF32Params& p, const float* x, const fl
 }  // namespace
 
 bool ConvF32HasAvx512() { return Cpu().avx512f; }
-
-namespace {
-
-// Channel-blocked depthwise convolution for small maps. The per-plane kernel above spends most of
-// a 7x7 plane on per-plane setup and on lanes past the row (7 of 16 used); here 16 channels share
-// one register instead: their planes are transposed into a zero-padded [rows][cols][16] buffer,
-// each output accumulates its taps from the bias in (row, column) order with one FMA per tap
-// (a padding tap multiplies a 0, as the per-plane kernel's masked loads give), and the results
-// are transposed back into the 16 planes. So each output has the same bits as on the per-plane
-// path.
-// Up to 8 x 8 outputs: at 14 x 14 the transposes cost more than the per-plane overhead saves
-// (efficientnet-lite0's 3x3 layers on 14 x 14 maps went from 0.035 to 0.064 ms; its 7 x 7 ones
-// from 0.078-0.085 to 0.044-0.069 ms).
-constexpr int64_t kBlockedMaxOut = 64;      // output positions of a plane
-constexpr int64_t kBlockedMaxPadded = 324;  // padded input positions read (18 x 18)
-constexpr int64_t kBlockedMaxTaps = 49;
-constexpr int64_t kBlockedGroup = 8;  // outputs of a row accumulated together
-
-/// In place: r[k] becomes the column k of the 16 x 16 matrix whose rows are r[0..15].
-QCC_AVX512 inline void Transpose16x16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_maskz_unpacklo_ps(0xFFFF, r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_maskz_unpackhi_ps(0xFFFF, r[2 * i], r[2 * i + 1]);
-  }
-  // r[4i + j], 128-bit block q: column 4q + j, rows 4i..4i+3.
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i], t[4 * i + 2], 0xEE);
-    r[4 * i + 2] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int j = 0; j < 4; ++j) {
-    const __m512 x0 = _mm512_maskz_shuffle_f32x4(0xFFFF, r[j], r[4 + j], 0x44);
-    const __m512 x1 = _mm512_maskz_shuffle_f32x4(0xFFFF, r[j], r[4 + j], 0xEE);
-    const __m512 y0 = _mm512_maskz_shuffle_f32x4(0xFFFF, r[8 + j], r[12 + j], 0x44);
-    const __m512 y1 = _mm512_maskz_shuffle_f32x4(0xFFFF, r[8 + j], r[12 + j], 0xEE);
-    t[j] = _mm512_maskz_shuffle_f32x4(0xFFFF, x0, y0, 0x88);
-    t[4 + j] = _mm512_maskz_shuffle_f32x4(0xFFFF, x0, y0, 0xDD);
-    t[8 + j] = _mm512_maskz_shuffle_f32x4(0xFFFF, x1, y1, 0x88);
-    t[12 + j] = _mm512_maskz_shuffle_f32x4(0xFFFF, x1, y1, 0xDD);
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-
-/// `nc` rows of `n` floats (row c at src + c * stride) into lanes: dst(k)[c] = src[c * stride + k]
-/// for k < n, c < nc (lanes c >= nc zero), where dst(k) = out + offset(k) * 16.
-template <typename Offset>
-QCC_AVX512 inline void RowsToLanes(const float* src, int64_t stride, int64_t nc, int64_t n,
-                                   float* out, Offset offset) {
-  __m512 r[16];
-  for (int64_t k0 = 0; k0 < n; k0 += 16) {
-    const __mmask16 m = LowBits16(n - k0);
-    for (int c = 0; c < 16; ++c) {
-      r[c] = c < nc ? _mm512_maskz_loadu_ps(m, src + c * stride + k0) : _mm512_setzero_ps();
-    }
-    Transpose16x16(r);
-    const int64_t kn = std::min<int64_t>(16, n - k0);
-    for (int64_t k = 0; k < kn; ++k) _mm512_storeu_ps(out + offset(k0 + k) * 16, r[k]);
-  }
-}
-
-/// NJ outputs of one output row: xb at the first one's receptive field (its top-left tap),
-/// successive outputs `sx` columns apart; yb gets their 16 lanes each.
-template <int NJ>
-QCC_AVX512 void DepthwiseBlockedOutputs(const float* xb, int64_t row_floats, int64_t kh, int64_t kw,
-                                        int64_t sx, int64_t dy, int64_t dx, const float* wb,
-                                        const float* bias, const ActivationF32* act, float* yb) {
-  __m512 acc[NJ];
-  const __m512 b = _mm512_loadu_ps(bias);
-  for (int j = 0; j < NJ; ++j) acc[j] = b;
-  for (int64_t r = 0; r < kh; ++r) {
-    const float* xr = xb + r * dy * row_floats;
-    for (int64_t s = 0; s < kw; ++s, wb += 16) {
-      const __m512 wv = _mm512_loadu_ps(wb);
-      const float* xs = xr + s * dx * 16;
-      for (int j = 0; j < NJ; ++j) {
-        acc[j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xs + j * sx * 16), acc[j]);
-      }
-    }
-  }
-  if (act != nullptr) {
-    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);
-    const __m512 slope = _mm512_set1_ps(act->negative_slope);
-    for (int j = 0; j < NJ; ++j) acc[j] = Activate(acc[j], lo, hi, slope);
-  }
-  for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(yb + j * 16, acc[j]);
-}
-
-using DepthwiseBlockedFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
-                                    int64_t, const float*, const float*, const ActivationF32*,
-                                    float*);
-constexpr DepthwiseBlockedFn kDepthwiseBlocked[kBlockedGroup + 1] = {nullptr,
-                                                                     DepthwiseBlockedOutputs<1>,
-                                                                     DepthwiseBlockedOutputs<2>,
-                                                                     DepthwiseBlockedOutputs<3>,
-                                                                     DepthwiseBlockedOutputs<4>,
-                                                                     DepthwiseBlockedOutputs<5>,
-                                                                     DepthwiseBlockedOutputs<6>,
-                                                                     DepthwiseBlockedOutputs<7>,
-                                                                     DepthwiseBlockedOutputs<8>};
-
-/// Rows and columns of the padded input the outputs read.
-int64_t BlockedPaddedRows(const ConvF32Params& p) {
-  return (p.out[1] - 1) * p.stride[1] + (p.kernel[1] - 1) * p.dilation[1] + 1;
-}
-int64_t BlockedPaddedCols(const ConvF32Params& p) {
-  return (p.out[2] - 1) * p.stride[2] + (p.kernel[2] - 1) * p.dilation[2] + 1;
-}
-
-/// The channel-blocked path takes a depthwise convolution with one output per channel, 2-D, on a
-/// small map, of at least 16 channels.
-bool DepthwiseBlockedFits(const ConvF32Params& p) {
-  return p.in_channels == p.groups && p.out_channels == p.groups && p.groups >= 16 &&
-         p.kernel[0] == 1 && p.in[0] == 1 && p.out[0] == 1 && p.stride[1] <= 2 &&
-         p.stride[2] <= 2 && p.out_size() <= kBlockedMaxOut && p.kernel_size() <= kBlockedMaxTaps &&
-         BlockedPaddedRows(p) * BlockedPaddedCols(p) <= kBlockedMaxPadded;
-}
-
-/// Pieces [begin, end) of DepthwiseBlocked: piece = image * blocks + block of 16 channels.
-QCC_AVX512 void DepthwiseBlockedPieces(const ConvF32Params& p, const float* x, const float* w,
-                                       const float* bias, float* y, int64_t begin, int64_t end) {
-  const int64_t c_all = p.out_channels, blocks = (c_all + 15) / 16;
-  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), kvol = p.kernel_size();
-  const int64_t iw = p.in[2], oh = p.out[1], ow = p.out[2];
-  const int64_t ph = BlockedPaddedRows(p), pw = BlockedPaddedCols(p);
-  const int64_t sy = p.stride[1], sx = p.stride[2], dy = p.dilation[1], dx = p.dilation[2];
-  const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
-  // The padding stays zero: every block writes the same interior positions.
-  alignas(64) float xb[(kBlockedMaxPadded + 1) * 16];  // + a slot for inputs no output reads
-  alignas(64) float wb[kBlockedMaxTaps * 16];
-  alignas(64) float yb[kBlockedMaxOut * 16];
-  alignas(64) float bias_lanes[16] = {};
-  std::fill(xb, xb + ph * pw * 16, 0.0f);
-  for (int64_t u = begin; u < end; ++u) {
-    const int64_t n = u / blocks, c0 = u % blocks * 16, nc = std::min<int64_t>(16, c_all - c0);
-    RowsToLanes(x + (n * c_all + c0) * in_sp, in_sp, nc, in_sp, xb, [&](int64_t k) {
-      const int64_t iy = k / iw + p.pad[1], ix = k % iw + p.pad[2];
-      return iy < ph && ix < pw ? iy * pw + ix : kBlockedMaxPadded;
-    });
-    RowsToLanes(w + c0 * kvol, kvol, nc, kvol, wb, [](int64_t k) { return k; });
-    for (int64_t c = 0; c < 16; ++c) bias_lanes[c] = bias != nullptr && c < nc ? bias[c0 + c] : 0;
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      for (int64_t ox0 = 0; ox0 < ow; ox0 += kBlockedGroup) {
-        const int64_t nj = std::min(kBlockedGroup, ow - ox0);
-        kDepthwiseBlocked[nj](xb + (oy * sy * pw + ox0 * sx) * 16, pw * 16, p.kernel[1],
-                              p.kernel[2], sx, dy, dx, wb, bias_lanes, act,
-                              yb + (oy * ow + ox0) * 16);
-      }
-    }
-    // Back to the planes: yb's position k holds the 16 channels' outputs.
-    __m512 r[16];
-    for (int64_t k0 = 0; k0 < out_sp; k0 += 16) {
-      const int64_t kn = std::min<int64_t>(16, out_sp - k0);
-      for (int k = 0; k < 16; ++k) {
-        r[k] = k < kn ? _mm512_loadu_ps(yb + (k0 + k) * 16) : _mm512_setzero_ps();
-      }
-      Transpose16x16(r);
-      const __mmask16 m = LowBits16(kn);
-      for (int64_t c = 0; c < nc; ++c) {
-        _mm512_mask_storeu_ps(y + (n * c_all + c0 + c) * out_sp + k0, m, r[c]);
-      }
-    }
-  }
-}
-
-void DepthwiseBlocked(const ConvF32Params& p, const float* x, const float* w, const float* bias,
-                      float* y) {
-  const int64_t blocks = (p.out_channels + 15) / 16;
-  NnParallelFor(
-      p.num_threads, p.batch * blocks, 16 * p.out_size() * p.kernel_size(),
-      [&](int64_t begin, int64_t end) { DepthwiseBlockedPieces(p, x, w, bias, y, begin, end); });
-}
-
-}  // namespace
-
-bool ConvF32DepthwiseAvx512Fits(const ConvF32Params& p) {
-  return p.IsDepthwise() && p.kernel[0] == 1 && p.stride[0] == 1 && p.stride[2] <= 2 &&
-         (p.out[2] + 15) / 16 * p.kernel[2] <= kMaxDepthwiseSegmentTaps;
-}
-
-void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float* w,
-                            const float* bias, float* y) {
-  const int64_t mult = p.out_channels / p.groups;
-  const int64_t in_sp = p.in_size(), out_sp = p.out_size(), kvol = p.kernel_size();
-  const int64_t ow = p.out[2], w_in = p.in[2], sx = p.stride[2];
-  SegmentTap seg_taps[kMaxDepthwiseSegmentTaps];
-  SegmentTap* st = seg_taps;
-  for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
-    const int64_t n = std::min<int64_t>(16, ow - ox0);
-    for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++st) {
-      st->base = ox0 * sx - p.pad[2] + kx * p.dilation[2];
-      if (sx == 1) {
-        st->m0 = LaneMask(-st->base, std::min(n, w_in - st->base));
-        st->m1 = 0;
-      } else {
-        st->m0 = LaneMask(-st->base, w_in - st->base);
-        st->m1 = LaneMask(-st->base - 16, w_in - st->base - 16);
-      }
-    }
-  }
-  if (DepthwiseBlockedFits(p)) {
-    DepthwiseBlocked(p, x, w, bias, y);
-    return;
-  }
-  const DepthwisePlaneFn plane_fn = PickDepthwisePlane(p);
-  NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t plane = begin; plane < end; ++plane) {
-                    const int64_t n = plane / p.out_channels, m = plane % p.out_channels;
-                    const float* xp = x + (n * p.in_channels + m / mult) * in_sp;
-                    plane_fn(p, seg_taps, xp, w + m * kvol, bias != nullptr ? bias[m] : 0.0f,
-                             y + plane * out_sp);
-                  }
-                });
-}
 
 bool ConvF32Avx512PackingDependsOnExtents(const ConvF32Params& p) {
   // UseTransposed's conditions that do not read extents, strides or pads.
