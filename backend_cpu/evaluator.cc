@@ -233,6 +233,21 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     return it == live.end() ? Tensor() : it->second;
   };
 
+  // A tensor in the arena for `node`'s `what` ("output 0 f32[...]"), checked against the memory
+  // cap before it is allocated: a model may ask for any size (InferNode refused overflows).
+  auto allocate = [&](const ir::Node& node, DType dt, Dims dims,
+                      absl::string_view what) -> absl::StatusOr<Tensor> {
+    const std::string where =
+        absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), "): ", what);
+    QCC_RETURN_IF_ERROR(CheckMemory(DenseBytes(dt, dims).value_or(UINT64_MAX),
+                                    static_cast<uint64_t>(memory->held()), options_.max_memory,
+                                    where));
+    absl::StatusOr<Tensor> t = memory->Allocate(dt, std::move(dims));
+    if (!t.ok())
+      return absl::ResourceExhaustedError(absl::StrCat(where, ": ", t.status().message()));
+    return t;
+  };
+
   int32_t step = 0;
   for (const auto& node : graph_.nodes()) {
     memory->SetStep(step++);
@@ -270,18 +285,11 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
         } else if (in[i].dtype() == DType::kFloat16 && v != nullptr) {
           // An fp16 value an op made in fp16 (data movement, a pool): widened once, into the
           // arena, for this reader and the ones after it.
-          const std::string what = absl::StrCat("node '", node->name(), "' (",
-                                                ir::OpName(node->kind()), "): fp32 input ", i);
-          QCC_RETURN_IF_ERROR(CheckMemory(static_cast<uint64_t>(in[i].numel()) * 4,
-                                          static_cast<uint64_t>(memory->held()),
-                                          options_.max_memory, what));
-          absl::StatusOr<Tensor> wide = memory->Allocate(DType::kFloat32, in[i].dims());
-          if (!wide.ok()) {
-            return absl::ResourceExhaustedError(absl::StrCat(what, ": ", wide.status().message()));
-          }
-          ConvertF16ToF32(in[i].numel(), in[i].data<uint16_t>(), wide->data<float>(),
+          QCC_ASSIGN_OR_RETURN(Tensor wide, allocate(*node, DType::kFloat32, in[i].dims(),
+                                                     absl::StrCat("fp32 input ", i)));
+          ConvertF16ToF32(in[i].numel(), in[i].data<uint16_t>(), wide.data<float>(),
                           options_.num_threads);
-          in[i] = widened[v] = *std::move(wide);
+          in[i] = widened[v] = std::move(wide);
         } else {
           in[i] = WidenToF32(in[i], options_.num_threads);
         }
@@ -303,17 +311,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
         out.push_back(Tensor(dt, std::move(dims), in[reuse].storage()));
         continue;
       }
-      // Checked before allocating: a model may ask for any size (InferNode refused overflows).
-      const std::string what =
-          absl::StrCat("node '", node->name(), "' (", ir::OpName(node->kind()), "): output ", i,
-                       " ", DTypeName(dt), DimsToString(dims));
-      QCC_RETURN_IF_ERROR(CheckMemory(DenseBytes(dt, dims).value_or(UINT64_MAX),
-                                      static_cast<uint64_t>(memory->held()), options_.max_memory,
-                                      what));
-      absl::StatusOr<Tensor> t = memory->Allocate(dt, std::move(dims));
-      if (!t.ok())
-        return absl::ResourceExhaustedError(absl::StrCat(what, ": ", t.status().message()));
-      out.push_back(*std::move(t));
+      const std::string what = absl::StrCat("output ", i, " ", DTypeName(dt), DimsToString(dims));
+      QCC_ASSIGN_OR_RETURN(Tensor t, allocate(*node, dt, std::move(dims), what));
+      out.push_back(std::move(t));
     }
     OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads,
                   options_.on_observe ? &options_.on_observe : nullptr};
@@ -331,19 +331,12 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
           remaining[v] > 0) {
         // The fp16 tensor, then the fp32 result rounded to it in place for the fp32 readers.
         const int64_t n = out[i].numel();
-        const std::string what = absl::StrCat("node '", node->name(), "' (",
-                                              ir::OpName(node->kind()), "): fp16 output ", i);
-        QCC_RETURN_IF_ERROR(CheckMemory(static_cast<uint64_t>(n) * 2,
-                                        static_cast<uint64_t>(memory->held()), options_.max_memory,
-                                        what));
-        absl::StatusOr<Tensor> half = memory->Allocate(DType::kFloat16, out[i].dims());
-        if (!half.ok()) {
-          return absl::ResourceExhaustedError(absl::StrCat(what, ": ", half.status().message()));
-        }
-        ConvertF32ToF16(n, out[i].data<float>(), half->data<uint16_t>(), options_.num_threads);
-        ConvertF16ToF32(n, half->data<uint16_t>(), out[i].data<float>(), options_.num_threads);
+        QCC_ASSIGN_OR_RETURN(Tensor half, allocate(*node, DType::kFloat16, out[i].dims(),
+                                                   absl::StrCat("fp16 output ", i)));
+        ConvertF32ToF16(n, out[i].data<float>(), half.data<uint16_t>(), options_.num_threads);
+        ConvertF16ToF32(n, half.data<uint16_t>(), out[i].data<float>(), options_.num_threads);
         widened[v] = std::move(out[i]);
-        out[i] = *std::move(half);
+        out[i] = std::move(half);
       } else if (out[i].dtype() != out_types[i].dtype) {
         out[i] = NarrowFromF32(out[i], out_types[i].dtype, options_.num_threads);
       }
