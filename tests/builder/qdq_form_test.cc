@@ -35,25 +35,7 @@ ir::Value* Scalar(ir::Graph& g, const std::string& name, float v) {
 /// GlobalAveragePool -> Flatten -> Gemm -> y:[N,4].
 std::unique_ptr<ir::Graph> ImageNet() {
   auto g = std::make_unique<ir::Graph>();
-  g->set_opset(17);
-  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
-  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 3, 8, 8}));
-  ir::Node* c1 = g->AddNode(OpKind::kConv, "conv1",
-                            {x, g->NewConstant("w1", SeededUniform({8, 3, 3, 3}, 1, -0.4f, 0.4f)),
-                             g->NewConstant("b1", SeededUniform({8}, 2, -0.1f, 0.1f))},
-                            {"c1"});
-  c1->mutable_attrs<ir::ConvAttrs>().pads = {1, 1, 1, 1};
-  ir::Value* r = g->AddNode(OpKind::kRelu, "relu", {c1->output(0)}, {"r"})->output(0);
-  ir::Node* pool = g->AddNode(OpKind::kMaxPool, "pool", {r}, {"pooled"});
-  pool->mutable_attrs<ir::PoolAttrs>().kernel_shape = {2, 2};
-  pool->mutable_attrs<ir::PoolAttrs>().strides = {2, 2};
-  ir::Value* p = pool->output(0);
-  ir::Value* c2 = g->AddNode(OpKind::kConv, "conv2",
-                             {p, g->NewConstant("w2", SeededUniform({8, 8, 1, 1}, 3, -0.4f, 0.4f)),
-                              g->NewConstant("b2", SeededUniform({8}, 4, -0.1f, 0.1f))},
-                             {"c2"})
-                      ->output(0);
-  ir::Value* sum = g->AddNode(OpKind::kAdd, "residual", {c2, p}, {"sum"})->output(0);
+  const auto [p, sum] = ResidualStem(*g);
   ir::Node* hs = g->AddNode(OpKind::kHardSigmoid, "hardsigmoid", {sum}, {"hs"});
   hs->mutable_attrs<ir::HardSigmoidAttrs>() = {0.25f, 0.375f};
   ir::Value* cl =
@@ -195,7 +177,7 @@ TEST(QdqFormTest, EachQuantizedOpIsItsOnnxOpBetweenDequantizeAndQuantize) {
 
     // Convs and the Gemm: DQ(x), DQ(int8 weights, per channel on axis 0), DQ(int32 bias), and a
     // QuantizeLinear after; the bias is the plan's (fold-scales') less its zero-point correction.
-    for (const std::string& name : {"conv1", "conv2", "fc"}) {
+    for (const std::string name : {"conv1", "conv2", "fc"}) {
       SCOPED_TRACE(name);
       const ir::Node* n = NodeNamed(g, name);
       ASSERT_NE(n, nullptr);

@@ -36,25 +36,7 @@ using runtime::StepKind;
 /// Shapes inferred, DefaultPipeline run (the Relu fuses into the first Conv).
 std::unique_ptr<ir::Graph> SmallNet() {
   auto g = std::make_unique<ir::Graph>();
-  g->set_opset(17);
-  const ir::Dim n = ir::SymbolDim(g->AddSymbol("N"));
-  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {n, 3, 8, 8}));
-  ir::Node* c1 = g->AddNode(OpKind::kConv, "conv1",
-                            {x, g->NewConstant("w1", SeededUniform({8, 3, 3, 3}, 1, -0.4f, 0.4f)),
-                             g->NewConstant("b1", SeededUniform({8}, 2, -0.1f, 0.1f))},
-                            {"c1"});
-  c1->mutable_attrs<ir::ConvAttrs>().pads = {1, 1, 1, 1};
-  ir::Value* r = g->AddNode(OpKind::kRelu, "relu", {c1->output(0)}, {"r"})->output(0);
-  ir::Node* pool = g->AddNode(OpKind::kMaxPool, "pool", {r}, {"pooled"});
-  pool->mutable_attrs<ir::PoolAttrs>().kernel_shape = {2, 2};
-  pool->mutable_attrs<ir::PoolAttrs>().strides = {2, 2};
-  ir::Value* p = pool->output(0);
-  ir::Value* c2 = g->AddNode(OpKind::kConv, "conv2",
-                             {p, g->NewConstant("w2", SeededUniform({8, 8, 1, 1}, 3, -0.4f, 0.4f)),
-                              g->NewConstant("b2", SeededUniform({8}, 4, -0.1f, 0.1f))},
-                             {"c2"})
-                      ->output(0);
-  ir::Value* sum = g->AddNode(OpKind::kAdd, "residual", {c2, p}, {"sum"})->output(0);
+  const auto [p, sum] = ResidualStem(*g);
   ir::Value* s = g->AddNode(OpKind::kSigmoid, "sigmoid", {sum}, {"s"})->output(0);
   ir::Value* gap = g->AddNode(OpKind::kGlobalAveragePool, "gap", {s}, {"gap"})->output(0);
   ir::Value* flat = g->AddNode(OpKind::kFlatten, "flatten", {gap}, {"flat"})->output(0);

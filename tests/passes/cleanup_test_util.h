@@ -65,6 +65,36 @@ inline Tensor SeededUniform(Dims dims, uint32_t seed, float lo = -1.f, float hi 
   return t;
 }
 
+/// A small residual image net's first layers, which the quantized-graph tests continue: on the
+/// empty graph `g` (opset 17), input x:[N,3,8,8] -> Conv 3x3 "conv1" (8 channels, pad 1) -> Relu
+/// -> MaxPool 2x2 = `pooled` -> Conv 1x1 "conv2" -> Add "residual" of the pool = `sum`. Returns
+/// {pooled, sum}.
+struct ResidualStemValues {
+  ir::Value* pooled;
+  ir::Value* sum;
+};
+inline ResidualStemValues ResidualStem(ir::Graph& g) {
+  g.set_opset(17);
+  const ir::Dim n = ir::SymbolDim(g.AddSymbol("N"));
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {n, 3, 8, 8}));
+  ir::Node* c1 = g.AddNode(ir::OpKind::kConv, "conv1",
+                           {x, g.NewConstant("w1", SeededUniform({8, 3, 3, 3}, 1, -0.4f, 0.4f)),
+                            g.NewConstant("b1", SeededUniform({8}, 2, -0.1f, 0.1f))},
+                           {"c1"});
+  c1->mutable_attrs<ir::ConvAttrs>().pads = {1, 1, 1, 1};
+  ir::Value* r = g.AddNode(ir::OpKind::kRelu, "relu", {c1->output(0)}, {"r"})->output(0);
+  ir::Node* pool = g.AddNode(ir::OpKind::kMaxPool, "pool", {r}, {"pooled"});
+  pool->mutable_attrs<ir::PoolAttrs>().kernel_shape = {2, 2};
+  pool->mutable_attrs<ir::PoolAttrs>().strides = {2, 2};
+  ir::Value* p = pool->output(0);
+  ir::Value* c2 = g.AddNode(ir::OpKind::kConv, "conv2",
+                            {p, g.NewConstant("w2", SeededUniform({8, 8, 1, 1}, 3, -0.4f, 0.4f)),
+                             g.NewConstant("b2", SeededUniform({8}, 4, -0.1f, 0.1f))},
+                            {"c2"})
+                      ->output(0);
+  return {p, g.AddNode(ir::OpKind::kAdd, "residual", {c2, p}, {"sum"})->output(0)};
+}
+
 }  // namespace qcc::testing
 
 #endif  // QCC_TESTS_PASSES_CLEANUP_TEST_UTIL_H_
