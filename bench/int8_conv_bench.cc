@@ -10,6 +10,7 @@
 //
 //   build-x/bench/int8_conv_bench --benchmark_filter=Resnet20
 //   build-x/bench/int8_conv_bench --benchmark_filter='Layer.*/3/'   (one layer, all variants)
+//   build-x/bench/int8_conv_bench --benchmark_filter='LayerInt8Fast/11/1/1/'   (threads 1, batch 1)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -24,7 +25,7 @@
 namespace qcc::cpu {
 namespace {
 
-constexpr int64_t kBatch = 32;
+constexpr int64_t kBatch = 32;  // the Resnet20Convs ones; layers run at batch 1 and 32
 
 struct Layer {
   int64_t c, k, hw, stride, count;  // `count` layers of this shape in resnet20
@@ -52,8 +53,8 @@ const Layer kLayers[] = {{3, 16, 32, 1, 1},
 
 int64_t Pad(const Layer& l) { return l.kernel / 2; }
 int64_t OutHw(const Layer& l) { return (l.hw + 2 * Pad(l) - l.kernel) / l.stride + 1; }
-int64_t Macs(const Layer& l) {
-  return kBatch * l.k * OutHw(l) * OutHw(l) * l.c / l.group * l.kernel * l.kernel;
+int64_t Macs(const Layer& l, int64_t batch) {
+  return batch * l.k * OutHw(l) * OutHw(l) * l.c / l.group * l.kernel * l.kernel;
 }
 
 /// fp32 operands of one layer, ready for ConvF32.
@@ -61,8 +62,8 @@ struct F32Conv {
   ConvF32Params p;
   std::vector<float> x, w, bias, y, workspace;
 
-  F32Conv(const Layer& l, int threads, std::mt19937& rng) {
-    p.batch = kBatch;
+  F32Conv(const Layer& l, int threads, std::mt19937& rng, int64_t batch = kBatch) {
+    p.batch = batch;
     p.in_channels = l.c;
     p.out_channels = l.k;
     p.groups = l.group;
@@ -74,12 +75,12 @@ struct F32Conv {
     p.num_threads = threads;
     p.activation.lo = 0.0f;  // a fused ReLU, as in the network
     std::normal_distribution<float> normal;
-    x.resize(kBatch * l.c * l.hw * l.hw);
+    x.resize(batch * l.c * l.hw * l.hw);
     w.resize(l.k * l.c / l.group * l.kernel * l.kernel);
     for (float& v : x) v = normal(rng);
     for (float& v : w) v = normal(rng) * 0.1f;
     bias.assign(l.k, 0.01f);
-    y.resize(kBatch * l.k * OutHw(l) * OutHw(l));
+    y.resize(batch * l.k * OutHw(l) * OutHw(l));
     workspace.resize(ConvF32WorkspaceSize(p));
   }
   void Run() { ConvF32(p, x.data(), w.data(), bias.data(), y.data(), workspace.data()); }
@@ -94,8 +95,8 @@ struct Int8Conv {
   std::vector<uint8_t> workspace;
   PackedQConvWeights packed;
 
-  Int8Conv(const Layer& l, int threads, std::mt19937& rng) {
-    p.n = kBatch;
+  Int8Conv(const Layer& l, int threads, std::mt19937& rng, int64_t batch = kBatch) {
+    p.n = batch;
     p.c = l.c;
     p.h = p.w = l.hw;
     p.k = l.k;
@@ -106,13 +107,13 @@ struct Int8Conv {
     p.lo = 0;  // a fused ReLU
     p.num_threads = threads;
     std::uniform_int_distribution<int> byte(-128, 127), weight(-127, 127);
-    x.resize(kBatch * l.c * l.hw * l.hw);
+    x.resize(batch * l.c * l.hw * l.hw);
     w.resize(l.k * l.c / l.group * l.kernel * l.kernel);
     for (int8_t& v : x) v = static_cast<int8_t>(byte(rng));
     for (int8_t& v : w) v = static_cast<int8_t>(weight(rng));
     bias.assign(l.k, 100);
     multiplier.assign(l.k, 0.0005f);
-    y.resize(kBatch * l.k * OutHw(l) * OutHw(l));
+    y.resize(batch * l.k * OutHw(l) * OutHw(l));
     p.input = x.data();
     p.weights = w.data();
     p.bias = bias.data();
@@ -129,39 +130,41 @@ void SetOps(benchmark::State& state, int64_t macs) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Args: {layer index, threads}.
+// Args: {layer index, threads, batch}.
 void BM_LayerF32(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   const int threads = static_cast<int>(state.range(1));
   std::mt19937 rng(1);
-  F32Conv conv(l, threads, rng);
+  F32Conv conv(l, threads, rng, state.range(2));
   for (auto _ : state) conv.Run();
-  SetOps(state, Macs(l));
+  SetOps(state, Macs(l, state.range(2)));
 }
 
 void BM_LayerInt8Fast(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   std::mt19937 rng(1);
-  Int8Conv conv(l, static_cast<int>(state.range(1)), rng);
+  Int8Conv conv(l, static_cast<int>(state.range(1)), rng, state.range(2));
   if (conv.packed.layout == PackedQConvWeights::Layout::kReference) {
     state.SkipWithError(
         "no int8 fast path (AVX-512 VNNI or AVX2) on this CPU: QConv runs the reference");
   }
   for (auto _ : state) conv.Run();
-  SetOps(state, Macs(l));
+  SetOps(state, Macs(l, state.range(2)));
 }
 
 void BM_LayerInt8Reference(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   std::mt19937 rng(1);
-  Int8Conv conv(l, static_cast<int>(state.range(1)), rng);
+  Int8Conv conv(l, static_cast<int>(state.range(1)), rng, state.range(2));
   for (auto _ : state) QConvReference(conv.p);
-  SetOps(state, Macs(l));
+  SetOps(state, Macs(l, state.range(2)));
 }
 
 void LayerArgs(benchmark::internal::Benchmark* b) {
   for (int64_t i = 0; i < static_cast<int64_t>(std::size(kLayers)); ++i) {
-    for (int64_t threads : {1, 2}) b->Args({i, threads});
+    for (int64_t batch : {int64_t{1}, kBatch}) {
+      for (int64_t threads : {1, 2}) b->Args({i, threads, batch});
+    }
   }
 }
 
@@ -185,7 +188,7 @@ void BM_Resnet20Convs(benchmark::State& state) {
     if (l.count == 0) continue;
     convs.emplace_back(l, threads, rng);
     counts.push_back(l.count);
-    macs += l.count * Macs(l);
+    macs += l.count * Macs(l, kBatch);
   }
   for (auto _ : state) {
     for (size_t i = 0; i < convs.size(); ++i) {

@@ -93,8 +93,11 @@ QCC_VNNI void TransformRowVector(const int8_t* const rows[4], int64_t w, int64_t
   const __m512i pad = _mm512_set1_epi32(static_cast<int>(pad_quad));
   for (int64_t j0 = 0; j0 < n; j0 += 16) {
     const int64_t x0 = j0 * sw + x_first;
-    const int64_t lane_lo = x0 >= 0 ? 0 : CeilDiv(-x0, sw);
-    const int64_t lane_hi = std::min<int64_t>(16, x0 >= w ? 0 : CeilDiv(w - x0, sw));
+    // (sw == 1, the common case, needs no division.)
+    const int64_t lane_lo = x0 >= 0 ? 0 : sw == 1 ? -x0 : CeilDiv(-x0, sw);
+    const int64_t lane_hi = std::min<int64_t>(16, x0 >= w   ? 0
+                                                  : sw == 1 ? w - x0
+                                                            : CeilDiv(w - x0, sw));
     const __mmask16 lanes =
         lane_hi > lane_lo ? static_cast<__mmask16>(LowBits64(lane_hi) & ~LowBits64(lane_lo)) : 0;
     const __mmask16 store = static_cast<__mmask16>(LowBits64(n - j0));
@@ -156,6 +159,25 @@ QCC_VNNI void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t
   const int64_t row_begin = lo / g.phase_w;
   const int64_t row_end = std::min(g.phase_h, CeilDiv(hi, g.phase_w));
   const bool tail = hi > g.phase_h * g.phase_w;
+  if (p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
+      p.pad_bottom == 0 && p.pad_right == 0) {
+    // The plane is the input itself: rows [row_begin, row_end) of a channel are one contiguous
+    // run, so they are interleaved as one long row (no per-row work on small maps).
+    const int64_t first = row_begin * p.w, n = (row_end - row_begin) * p.w;
+    for (int64_t c4 = 0; c4 < g.c4; ++c4) {
+      uint32_t* plane = buf + c4 * g.plane;
+      const int8_t* rows[4];
+      for (int q = 0; q < 4; ++q) {
+        const int64_t ch = c4 * 4 + q;
+        rows[q] = ch < g.cg ? x + ch * p.h * p.w + first : nullptr;
+      }
+      if (n > 0) TransformRowVector(rows, n, 0, 1, n, pad_quad, ctx.idx, plane + first);
+      if (tail) {
+        FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
+      }
+    }
+    return;
+  }
   for (int64_t a = 0; a < p.stride_h; ++a) {
     for (int64_t b = 0; b < p.stride_w; ++b) {
       for (int64_t c4 = 0; c4 < g.c4; ++c4) {

@@ -230,6 +230,10 @@ const std::vector<Geometry>& Geometries() {
       {1, 40, 7, 7, 20, 1, 1},                    // 7x7 1x1: a 1-lane last tile
       {1, 16, 40, 40, 24, 1, 1},                  // 67 tiles: 16-tile chunks
       {1, 300, 9, 9, 9, 1, 1},                    // C=300: one tile per chunk
+      // The VNNI direct path's unpadded stride-1 rewrite (a channel's rows as one run), with
+      // the image split among threads mid-row.
+      {1, 7, 21, 23, 9, 3, 3},   // 3x3 without pads, odd C
+      {1, 13, 11, 11, 6, 1, 1},  // 1x1, C % 4 = 1
   };
   return kAll;
 }
