@@ -47,12 +47,16 @@ const int8_t* Offset(const int8_t* p, int64_t delta) {
 
 struct DirectGeometry {
   int64_t cg, kg, c4, k_blocks, taps, oh, ow;
-  int64_t phase_h, phase_w;  // rows and columns of a phase plane
-  int64_t v;                 // virtual positions of an image: (oh - 1) * phase_w + ow
-  int64_t plane;             // dwords per (phase, channel quad) plane, a multiple of 16
-  int64_t max_offset;        // the farthest tap from a position within a plane, in dwords
-  int64_t tiles, image_bytes;
+  int64_t phase_h, phase_w;    // rows and columns of a phase plane
+  int64_t v;                   // virtual positions of an image: (oh - 1) * phase_w + ow
+  int64_t plane;               // dwords per (phase, channel quad) plane, a multiple of 16
+  int64_t max_offset;          // the farthest tap from a position within a plane, in dwords
+  int64_t vectors;             // 16-position vectors covering the virtual positions
+  int64_t tiles, image_bytes;  // tiles share the vectors evenly (kMaxNv or one fewer each)
 };
+
+/// The first virtual position of tile `t` (t == g.tiles: past the last vector).
+int64_t TileBegin(const DirectGeometry& g, int64_t t) { return t * g.vectors / g.tiles * 16; }
 
 DirectGeometry DirectGeometryOf(const QConvParams& p) {
   DirectGeometry g;
@@ -70,7 +74,8 @@ DirectGeometry DirectGeometryOf(const QConvParams& p) {
       (p.r - 1) * p.dilation_h / p.stride_h * g.phase_w + (p.s - 1) * p.dilation_w / p.stride_w;
   // A tile reads up to 15 lanes past the last virtual position.
   g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + 16 + g.max_offset), 16);
-  g.tiles = CeilDiv(g.v, kTileLanes);
+  g.vectors = CeilDiv(g.v, 16);
+  g.tiles = CeilDiv(g.vectors, kMaxNv);
   g.image_bytes = p.stride_h * p.stride_w * g.c4 * g.plane * 4;
   return g;
 }
@@ -118,6 +123,44 @@ QCC_VNNI void TransformRowVector(const int8_t* const rows[4], int64_t w, int64_t
     v = _mm512_mask_blend_epi32(lanes, pad, v);
     _mm512_mask_storeu_epi32(dst + j0, store, v);
   }
+}
+
+/// TransformRowVector's result for stride 1 and a row of n in-bounds columns: 64 positions per
+/// step by byte and word unpacks (which interleave within 128-bit lanes) and a 4 x 4 transpose
+/// of the 128-bit lanes; the tail goes to TransformRowVector.
+QCC_VNNI void InterleaveRun(const int8_t* const rows[4], int64_t n, uint32_t pad_quad,
+                            const uint8_t* idx, uint32_t* dst) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    __m512i r[4];
+    for (int q = 0; q < 4; ++q) {
+      r[q] = rows[q] != nullptr ? _mm512_loadu_si512(rows[q] + j) : _mm512_setzero_si512();
+    }
+    const __m512i a = _mm512_unpacklo_epi8(r[0], r[1]), b = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i c = _mm512_unpacklo_epi8(r[2], r[3]), d = _mm512_unpackhi_epi8(r[2], r[3]);
+    // q<i> holds, in 128-bit lane L, the quads of positions 16 L + 4 i .. 16 L + 4 i + 3.
+    const __m512i q0 = _mm512_unpacklo_epi16(a, c), q1 = _mm512_unpackhi_epi16(a, c);
+    const __m512i q2 = _mm512_unpacklo_epi16(b, d), q3 = _mm512_unpackhi_epi16(b, d);
+    // A 4 x 4 transpose of 128-bit lanes (maskz forms: see RequantizeX16).
+    const __m512i t0 = _mm512_maskz_shuffle_i32x4(0xFFFF, q0, q1, 0x44);
+    const __m512i t1 = _mm512_maskz_shuffle_i32x4(0xFFFF, q0, q1, 0xEE);
+    const __m512i t2 = _mm512_maskz_shuffle_i32x4(0xFFFF, q2, q3, 0x44);
+    const __m512i t3 = _mm512_maskz_shuffle_i32x4(0xFFFF, q2, q3, 0xEE);
+    const __m512i out[4] = {
+        _mm512_maskz_shuffle_i32x4(0xFFFF, t0, t2, 0x88),
+        _mm512_maskz_shuffle_i32x4(0xFFFF, t0, t2, 0xDD),
+        _mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0x88),
+        _mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0xDD),
+    };
+    for (int i = 0; i < 4; ++i) {
+      _mm512_storeu_si512(dst + j + 16 * i, _mm512_xor_si512(out[i], flip));
+    }
+  }
+  if (j == n) return;
+  const int8_t* tail[4];
+  for (int q = 0; q < 4; ++q) tail[q] = rows[q] != nullptr ? rows[q] + j : nullptr;
+  TransformRowVector(tail, n - j, 0, 1, n - j, pad_quad, idx, dst + j);
 }
 
 /// TransformRowVector's result for any stride, one dword at a time.
@@ -171,7 +214,7 @@ QCC_VNNI void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t
         const int64_t ch = c4 * 4 + q;
         rows[q] = ch < g.cg ? x + ch * p.h * p.w + first : nullptr;
       }
-      if (n > 0) TransformRowVector(rows, n, 0, 1, n, pad_quad, ctx.idx, plane + first);
+      if (n > 0) InterleaveRun(rows, n, pad_quad, ctx.idx, plane + first);
       if (tail) {
         FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
       }
@@ -229,9 +272,20 @@ QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* m
   const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo - o.zp));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi - o.zp));
   const __m512 m = _mm512_set1_ps(*multiplier);
-  __m512i bytes = _mm512_zextsi128_si512(RequantizeX16(v0, m, zp, lo, hi));
-  if (NV > 1) bytes = _mm512_inserti32x4(bytes, RequantizeX16(v1, m, zp, lo, hi), 1);
-  if (NV > 2) bytes = _mm512_inserti32x4(bytes, RequantizeX16(v2, m, zp, lo, hi), 2);
+  const __m128i b0 = RequantizeX16(v0, m, zp, lo, hi);
+  const __m128i b1 = NV > 1 ? RequantizeX16(v1, m, zp, lo, hi) : b0;
+  const __m128i b2 = NV > 2 ? RequantizeX16(v2, m, zp, lo, hi) : b0;
+  if (o.count == 16 * NV) {
+    // Every lane is an output (as for any unpadded stride-1 conv but at the image's end): plain
+    // stores, which cost far less than a byte compress and a masked store.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b0);
+    if (NV > 1) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 16), b1);
+    if (NV > 2) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 32), b2);
+    return;
+  }
+  __m512i bytes = _mm512_zextsi128_si512(b0);
+  if (NV > 1) bytes = _mm512_inserti32x4(bytes, b1, 1);
+  if (NV > 2) bytes = _mm512_inserti32x4(bytes, b2, 2);
   bytes = _mm512_maskz_compress_epi8(o.valid, bytes);
   _mm512_mask_storeu_epi8(y, LowBits64(o.count), bytes);
 }
@@ -315,11 +369,11 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
       // is split among threads, as at batch 1): from its first tile's first position to its
       // last tile's last lane plus the farthest tap.
       const int64_t last = std::min(end, (image + 1) * g.tiles) - 1 - image * g.tiles;
-      TransformImage(ctx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf, tile * kTileLanes,
-                     (last + 1) * kTileLanes + g.max_offset);
+      TransformImage(ctx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf, TileBegin(g, tile),
+                     TileBegin(g, last + 1) + g.max_offset);
       loaded = image;
     }
-    const int64_t v0 = tile * kTileLanes, lanes = std::min(kTileLanes, g.v - v0);
+    const int64_t v0 = TileBegin(g, tile), lanes = std::min(TileBegin(g, tile + 1), g.v) - v0;
     uint64_t valid = 0;
     for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
       if (col < g.ow) valid |= uint64_t{1} << l;
