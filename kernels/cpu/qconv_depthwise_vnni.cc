@@ -7,7 +7,8 @@
 // window and, per 4 taps, one vpermb (gathering each output's 4 taps into its dword: byte
 // 4l + j = l * stride + (4q + j) * dilation) and one vpdpbusd against the 4 weights, broadcast.
 // Four output rows run together so that four accumulator chains overlap. Packed weights:
-// [K][R][ceil(S / 4)] dwords of 4 taps, zero-padded.
+// [K][R][ceil(S / 4)] dwords of 4 taps, zero-padded, then (C == K) the channel-blocked
+// kernel's (qconv_depthwise_blocked_vnni.cc), which runs instead on small maps.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,6 +25,13 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// The per-plane kernel's padded plane, a 64-byte multiple: the last window load reads up to
+/// 63 bytes past the last output's first tap.
+int64_t PaddedPlaneBytes(const QConvParams& p) {
+  const int64_t bytes = (p.h + p.pad_top + p.pad_bottom) * (p.w + p.pad_left + p.pad_right) + 64;
+  return (bytes + 63) / 64 * 64;
+}
+
 struct DepthwiseGeometry {
   int64_t mult, oh, ow, pw, sq, plane_bytes;
   // Output rows per 16-lane segment: rows of at most 8 outputs fold 2 (or more) rows into one
@@ -39,7 +47,7 @@ DepthwiseGeometry DepthwiseGeometryOf(const QConvParams& p) {
   g.ow = p.out_w();
   g.pw = p.w + p.pad_left + p.pad_right;
   g.sq = CeilDiv(p.s, 4);
-  g.plane_bytes = QConvDepthwiseVnniPlaneBytes(p);
+  g.plane_bytes = PaddedPlaneBytes(p);
   g.fold = 1;
   for (int64_t f = std::min<int64_t>(16 / std::max<int64_t>(g.ow, 1), g.oh); f > 1; --f) {
     if ((f - 1) * p.stride_h * g.pw + (g.ow - 1) * p.stride_w + (p.s - 1) * p.dilation_w <= 63) {
@@ -171,15 +179,26 @@ bool QConvDepthwiseVnniFits(const QConvParams& p) {
   return p.c == p.group && 15 * p.stride_w + (p.s - 1) * p.dilation_w <= 63;
 }
 
-int64_t QConvDepthwiseVnniPlaneBytes(const QConvParams& p) {
-  // The last window load reads up to 63 bytes past the last output's first tap.
-  const int64_t bytes = (p.h + p.pad_top + p.pad_bottom) * (p.w + p.pad_left + p.pad_right) + 64;
-  return (bytes + 63) / 64 * 64;
+int64_t QConvDepthwiseVnniThreadBytes(const QConvParams& p) {
+  return QConvDepthwiseBlockedRuns(p) ? QConvDepthwiseBlockedThreadBytes(p) : PaddedPlaneBytes(p);
 }
+
+namespace {
+
+/// Where the channel-blocked kernel's weights start in the packed buffer (C == K only).
+int64_t BlockedWeightsOffset(const QConvParams& p) {
+  return (p.k * p.r * CeilDiv(p.s, 4) * 4 + 63) / 64 * 64;
+}
+
+}  // namespace
 
 void PackQConvDepthwiseVnni(const QConvParams& p, PackedQConvWeights* w) {
   const int64_t sq = CeilDiv(p.s, 4);
-  w->packed = Tensor::AllocateStorage(p.k * p.r * sq * 4);
+  // The blocked weights too when C == K (which kernel runs depends on the map, known per call).
+  const bool blocked = p.k == p.c;
+  w->packed = Tensor::AllocateStorage(BlockedWeightsOffset(p) +
+                                      (blocked ? QConvDepthwiseBlockedPackedBytes(p) : 0));
+  if (blocked) PackQConvDepthwiseBlocked(p, w->packed.get() + BlockedWeightsOffset(p));
   uint8_t* dst = w->packed.get();
   for (int64_t k = 0; k < p.k; ++k) {
     for (int64_t r = 0; r < p.r; ++r) {
@@ -193,6 +212,11 @@ void PackQConvDepthwiseVnni(const QConvParams& p, PackedQConvWeights* w) {
 
 QCC_VNNI void QConvDepthwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
                                  uint8_t* workspace) {
+  if (QConvDepthwiseBlockedRuns(p)) {
+    QConvDepthwiseBlocked(p, w.correction.data(), w.packed.get() + BlockedWeightsOffset(p),
+                          workspace);
+    return;
+  }
   const DepthwiseGeometry g = DepthwiseGeometryOf(p);
   const int64_t cost = g.mult * g.oh * g.ow * p.r * p.s;
   NnParallelFor(p.num_threads, p.n * p.c, cost, [&](int64_t begin, int64_t end, int thread) {

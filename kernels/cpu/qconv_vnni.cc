@@ -16,8 +16,10 @@
 // constant offset, for every stride; so 16 consecutive virtual positions are one 64-byte load per
 // (tap, channel quad), and no im2col is ever written. Columns x >= out_w of the virtual grid are
 // computed and dropped (compressed out at the store): PW' / out_w extra work (1.06 to 1.25 for
-// 3x3 convolutions on 32 to 8 wide maps). The register tile is 8 output channels x 48 positions
-// (24 zmm accumulators): per (tap, quad), 3 loads, 8 weight broadcasts and 24 vpdpbusd.
+// 3x3 convolutions on 32 to 8 wide maps); an unpadded stride-1 input is its own phase plane
+// (PW' = out_w), rewritten as one run per channel quad. The register tile is 8 output
+// channels x up to 48 positions (24 zmm accumulators): per (tap, quad), 3 loads, 8 weight
+// broadcasts and 24 vpdpbusd; an image's tiles share its 16-position vectors evenly.
 // Not cache-blocked over channels: a tile streams all C/group * R * S of its inputs and
 // weights, which suits the small CNNs this targets (C <= ~256 per group).
 #include <immintrin.h>
@@ -461,7 +463,7 @@ void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
 int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w) {
   const int64_t threads = std::max(1, p.num_threads);
   if (w.layout == PackedQConvWeights::Layout::kVnniDepthwise) {
-    return 64 + threads * QConvDepthwiseVnniPlaneBytes(p);
+    return 64 + threads * QConvDepthwiseVnniThreadBytes(p);
   }
   const DirectGeometry g = DirectGeometryOf(p);
   return 64 + RoundUp(g.taps * 8, 64) + threads * g.image_bytes;

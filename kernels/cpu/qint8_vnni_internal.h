@@ -69,11 +69,25 @@ QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void*
 /// True when the depthwise kernel takes `p`: C == group and a 64-byte row window covers the
 /// taps of 16 consecutive outputs.
 bool QConvDepthwiseVnniFits(const QConvParams& p);
-/// Bytes of one thread's padded-plane buffer of the depthwise kernel.
-int64_t QConvDepthwiseVnniPlaneBytes(const QConvParams& p);
-/// Fills w's depthwise VNNI layout from p.weights (QConvDepthwiseVnniFits(p)).
+/// Bytes of one thread's buffers of the depthwise kernels (the per-plane kernel's padded plane,
+/// or the channel-blocked kernel's), a 64-byte multiple.
+int64_t QConvDepthwiseVnniThreadBytes(const QConvParams& p);
+/// Fills w's depthwise VNNI layout from p.weights (QConvDepthwiseVnniFits(p)): the per-plane
+/// kernel's weights, then (when C == K) the channel-blocked kernel's.
 void PackQConvDepthwiseVnni(const QConvParams& p, PackedQConvWeights* w);
-/// QConv for the depthwise layout; `workspace` is 64-byte aligned, p.num_threads plane buffers.
+/// True when QConvDepthwiseVnni runs the channel-blocked kernel (qconv_depthwise_blocked_vnni.cc)
+/// for `p`: one output per channel, dilation_w 1, small maps.
+bool QConvDepthwiseBlockedRuns(const QConvParams& p);
+/// Bytes of one thread's buffers of the channel-blocked kernel (64-byte multiples).
+int64_t QConvDepthwiseBlockedThreadBytes(const QConvParams& p);
+/// Bytes of the channel-blocked kernel's weights, and their packing into `dst`.
+int64_t QConvDepthwiseBlockedPackedBytes(const QConvParams& p);
+void PackQConvDepthwiseBlocked(const QConvParams& p, uint8_t* dst);
+/// The channel-blocked kernel; `packed` and `workspace` are 64-byte aligned.
+QCC_VNNI void QConvDepthwiseBlocked(const QConvParams& p, const int32_t* correction,
+                                    const uint8_t* packed, uint8_t* workspace);
+/// QConv for the depthwise layout (the channel-blocked kernel when QConvDepthwiseBlockedRuns);
+/// `workspace` is 64-byte aligned, p.num_threads thread buffers.
 QCC_VNNI void QConvDepthwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
                                  uint8_t* workspace);
 

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/qconv.h"
+#include "kernels/cpu/qint8_vnni_internal.h"
 
 namespace qcc::cpu {
 namespace {
@@ -234,6 +235,13 @@ const std::vector<Geometry>& Geometries() {
       // the image split among threads mid-row.
       {1, 7, 21, 23, 9, 3, 3},   // 3x3 without pads, odd C
       {1, 13, 11, 11, 6, 1, 1},  // 1x1, C % 4 = 1
+      // The VNNI channel-blocked depthwise kernel (16 channels to a register): small maps at
+      // any stride, larger stride-1 maps; partial channel blocks, row phases, dilation_h.
+      {2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},  // 20 x 21, blocks of 16, 16, 8
+      {1, 20, 9, 12, 20, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 20},   // stride (2, 1): two row phases
+      {1, 17, 7, 7, 17, 3, 3, 1, 1, 0, 1, 1, 0, 1, 1, 17},    // asymmetric pads, a 1-channel block
+      {1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16},    // dilation (2, 1)
+      {3, 32, 5, 6, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 32},    // 7x7 stride 2 (tap quads 2), batch 3
   };
   return kAll;
 }
@@ -289,6 +297,28 @@ TEST(Int8ConvTest, FastestPicksVnniElseAvx2) {
   }
   const Layout forced = PackQConvWeights(conv.p, QKernelPath::kAvx2).layout;
   EXPECT_EQ(forced, QInt8HasAvx2() ? Layout::kAvx2Direct : Layout::kReference);
+}
+
+// Which depthwise shapes the VNNI layout runs channel-blocked (a pure function of the shape,
+// so checked on any CPU): the blocked cases of Geometries() do, the wide and strided ones that
+// the per-plane kernel runs faster do not.
+TEST(Int8ConvTest, DepthwiseBlockedRunsOnSmallMaps) {
+  const auto blocked = [](const Geometry& g) {
+    return internal::QConvDepthwiseBlockedRuns(Conv(g).p);
+  };
+  EXPECT_TRUE(blocked({1, 1152, 7, 7, 1152, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1152}));
+  EXPECT_TRUE(blocked({2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40}));
+  EXPECT_TRUE(blocked({1, 20, 9, 12, 20, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 20}));
+  EXPECT_TRUE(blocked({1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16}));
+  EXPECT_TRUE(blocked({1, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 144}));
+  // 3 x 96 with a 5 x 5 kernel (T: 4.7 vectors per output); 3 x 96 -> 2 x 96 at stride (2, 1);
+  // 56 -> 28 at stride 2; 112 x 112 (T past 256 KiB); a channel multiplier; dilation_w.
+  EXPECT_FALSE(blocked({1, 88, 3, 96, 88, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 88}));
+  EXPECT_FALSE(blocked({1, 104, 3, 96, 104, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 104}));
+  EXPECT_FALSE(blocked({1, 144, 56, 56, 144, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 144}));
+  EXPECT_FALSE(blocked({1, 32, 112, 112, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32}));
+  EXPECT_FALSE(blocked({1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16}));
+  EXPECT_FALSE(blocked({1, 16, 9, 9, 16, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, 16}));
 }
 
 TEST(Int8ConvFastTest, BitIdenticalToReferenceOnRandomData) {
