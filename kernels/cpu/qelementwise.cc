@@ -85,27 +85,35 @@ QCC_AVX512_INT8 inline __m512 CenteredV(__m128i x, __m512i zp) {
   return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(x), zp));
 }
 
+/// body(i, mask) for the 16-lane vectors of [0, n): the whole ones with the constant mask 0xFFFF
+/// (which GCC folds into plain loads and stores), then the tail. Masked loads in a streaming
+/// loop cost up to 3.7x on AMD Zen (Quantize of a 19 MB input: 2.3 -> 0.6 ms).
+template <typename Body>
+QCC_AVX512_INT8 inline void ForVectors16(int64_t n, const Body& body) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) body(i, static_cast<__mmask16>(0xFFFF));
+  if (i < n) body(i, TailMask(n - i));
+}
+
 QCC_AVX512_INT8 void QuantizeAvx512(const QuantizeS8Params& p, int64_t n, const float* x,
                                     int8_t* y) {
   const __m512 scale = _mm512_set1_ps(p.scale);
   const __m512i zp = _mm512_set1_epi32(p.zero_point);
   const __m512i lo = _mm512_set1_epi32(kInt8Min), hi = _mm512_set1_epi32(kInt8Max);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
     const __m512 v = _mm512_div_round_ps(_mm512_maskz_loadu_ps(m, x + i), scale, kRoundNearest);
     StoreS8(y + i, m, SaturateV(v, zp, lo, hi));
-  }
+  });
 }
 
 QCC_AVX512_INT8 void DequantizeAvx512(const QuantizeS8Params& p, int64_t n, const int8_t* x,
                                       float* y) {
   const __m512 scale = _mm512_set1_ps(p.scale);
   const __m512i zp = _mm512_set1_epi32(p.zero_point);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
     const __m512 v = CenteredV(_mm_maskz_loadu_epi8(m, x + i), zp);
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_round_ps(v, scale, kRoundNearest));
-  }
+  });
 }
 
 QCC_AVX512_INT8 void RequantizeAvx512(const RequantizeS8Params& p, int64_t n, const int8_t* x,
@@ -113,12 +121,11 @@ QCC_AVX512_INT8 void RequantizeAvx512(const RequantizeS8Params& p, int64_t n, co
   const __m512 mult = _mm512_set1_ps(p.multiplier);
   const __m512i zp_in = _mm512_set1_epi32(p.zp_in), zp_out = _mm512_set1_epi32(p.zp_out);
   const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
     const __m512 v = CenteredV(_mm_maskz_loadu_epi8(m, x + i), zp_in);
     const __m512 scaled = _mm512_mul_round_ps(v, mult, kRoundNearest);
     StoreS8(y + i, m, SaturateV(scaled, zp_out, lo, hi));
-  }
+  });
 }
 
 QCC_AVX512_INT8 void AddAvx512(const AddS8Params& p, int64_t n, const int8_t* a, const int8_t* b,
@@ -127,30 +134,28 @@ QCC_AVX512_INT8 void AddAvx512(const AddS8Params& p, int64_t n, const int8_t* a,
   const __m512i zp_a = _mm512_set1_epi32(p.zp_a), zp_b = _mm512_set1_epi32(p.zp_b);
   const __m512i zp_out = _mm512_set1_epi32(p.zp_out);
   const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
     const __m512 ta =
         _mm512_mul_round_ps(CenteredV(_mm_maskz_loadu_epi8(m, a + i), zp_a), mult_a, kRoundNearest);
     const __m512 tb =
         _mm512_mul_round_ps(CenteredV(_mm_maskz_loadu_epi8(m, b + i), zp_b), mult_b, kRoundNearest);
     const __m512 sum = _mm512_add_round_ps(ta, tb, kRoundNearest);
     StoreS8(y + i, m, SaturateV(sum, zp_out, lo, hi));
-  }
+  });
 }
 
 /// vcvtps2ph (imm 0: round to nearest even, not MXCSR), then NaN lanes replaced by FloatToHalf's
 /// sign | 0x7e00 (the hardware keeps the top 10 payload bits).
 QCC_AVX512_INT8 void F32ToF16Avx512(int64_t n, const float* x, uint16_t* y) {
   const __m512i sign_bit = _mm512_set1_epi32(0x8000), quiet_nan = _mm512_set1_epi32(0x7e00);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 16), sign_bit);
     h = _mm256_mask_mov_epi16(h, nan, _mm512_cvtepi32_epi16(_mm512_or_si512(sign, quiet_nan)));
     _mm256_mask_storeu_epi16(y + i, m, h);
-  }
+  });
 }
 
 /// vcvtph2ps, then NaN lanes rebuilt as HalfToFloat does: sign | 0x7f800000 | mantissa << 13
@@ -158,8 +163,7 @@ QCC_AVX512_INT8 void F32ToF16Avx512(int64_t n, const float* x, uint16_t* y) {
 QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
   const __m512i magnitude = _mm512_set1_epi32(0x7fff), sign_bit = _mm512_set1_epi32(0x8000);
   const __m512i inf_bits = _mm512_set1_epi32(0x7c00), rebias = _mm512_set1_epi32(0x70000000);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = TailMask(n - i < 16 ? n - i : 16);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
     const __m256i h = _mm256_maskz_loadu_epi16(m, x + i);
     const __m512i f = _mm512_castps_si512(_mm512_cvtph_ps(h));
     const __m512i h32 = _mm512_cvtepu16_epi32(h);
@@ -169,7 +173,7 @@ QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
     const __m512i nan_bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(h32, sign_bit), 16),
                                              _mm512_or_si512(rebias, _mm512_slli_epi32(mag, 13)));
     _mm512_mask_storeu_ps(y + i, m, _mm512_castsi512_ps(_mm512_mask_mov_epi32(f, nan, nan_bits)));
-  }
+  });
 }
 
 // The AVX2 forms of the four kernels above: 8 lanes, the same fp32 operations in the same order
