@@ -52,7 +52,14 @@ absl::Status ValidateQConvParams(const QConvParams& p);
 
 /// Weights of one convolution prepared once at load time for QConv; owns its buffers.
 struct PackedQConvWeights {
-  enum class Layout { kReference, kVnniDirect, kVnniDepthwise, kAvx2Direct, kAvx2Depthwise };
+  enum class Layout {
+    kReference,
+    kVnniDirect,
+    kVnniDepthwise,
+    kVnniPointwise,
+    kAvx2Direct,
+    kAvx2Depthwise
+  };
   Layout layout = Layout::kReference;
   // The geometry packed for: QConv needs the same K, C/group, R, S, group, strides and
   // dilations (N, H, W and the pads may change between calls).
@@ -64,8 +71,9 @@ struct PackedQConvWeights {
 };
 
 /// Packs p.weights for QConv with p's geometry (p.input/output are not read). kFastest picks
-/// the VNNI layouts when QInt8HasVnni(): depthwise (C == group) when its window fits, else
-/// the direct one; else the AVX2 layouts when QInt8HasAvx2(): depthwise when C == group, else
+/// the VNNI layouts when QInt8HasVnni(): depthwise (C == group) when its window fits, pointwise
+/// for a 1x1 convolution (stride 1, no pads, one group, K >= 16) on <= 64 positions, else the
+/// direct one; else the AVX2 layouts when QInt8HasAvx2(): depthwise when C == group, else
 /// direct. kAvx2 picks the AVX2 layouts when QInt8HasAvx2(). Call only for params that
 /// ValidateQConvParams accepts.
 PackedQConvWeights PackQConvWeights(const QConvParams& p, QKernelPath path = QKernelPath::kFastest);

@@ -69,22 +69,6 @@ BlockedGeometry BlockedGeometryOf(const QConvParams& p) {
   return g;
 }
 
-/// Transposes the 16 x 16 bytes in z (z[k] holds rows 4k .. 4k + 3, 16 bytes each) into o
-/// (o[m] holds rows 4m .. 4m + 3 of the transpose). `idx`: the four kTranspose vectors.
-QCC_VNNI inline void Transpose16x16Bytes(const __m512i z[4], const __m512i idx[4], __m512i o[4]) {
-  // Stage A: for rows 0..7 (z[0], z[1]) and 8..15 (z[2], z[3]), the 8 x 8 sub-blocks of
-  // columns 0..7 and 8..15, column-major (byte 8 * column + row).
-  const __m512i a01_lo = _mm512_permutex2var_epi8(z[0], idx[0], z[1]);
-  const __m512i a01_hi = _mm512_permutex2var_epi8(z[0], idx[1], z[1]);
-  const __m512i a23_lo = _mm512_permutex2var_epi8(z[2], idx[0], z[3]);
-  const __m512i a23_hi = _mm512_permutex2var_epi8(z[2], idx[1], z[3]);
-  // Stage B: transpose row j of columns 0..7 of both halves (rows 0..7, then 8..15).
-  o[0] = _mm512_permutex2var_epi8(a01_lo, idx[2], a23_lo);
-  o[1] = _mm512_permutex2var_epi8(a01_lo, idx[3], a23_lo);
-  o[2] = _mm512_permutex2var_epi8(a01_hi, idx[2], a23_hi);
-  o[3] = _mm512_permutex2var_epi8(a01_hi, idx[3], a23_hi);
-}
-
 /// Everything a piece needs, built once per call.
 struct BlockedContext {
   const QConvParams* p;
@@ -92,7 +76,7 @@ struct BlockedContext {
   const uint8_t* packed;  // [block][r][q] 64-byte vectors: lane c = w[c][r][4q .. 4q + 3]
   BlockedGeometry g;
   uint8_t* buffers;  // per thread: two of xt_bytes, then t_bytes
-  alignas(64) uint8_t transpose[4][64];
+  ByteTransposeIndex transpose;
   alignas(64) uint8_t transpose_packed[2][64];  // stage A's idx for Requantize4's byte order
   alignas(64) uint8_t quad[64];  // byte 4c + j = 16j + c: 4 columns of 16 channels to quads
 };
@@ -104,7 +88,7 @@ QCC_VNNI void BuildXt(const BlockedContext& ctx, int64_t n, int64_t c0, int64_t 
   const uint8_t pad = static_cast<uint8_t>(p.pad_value) ^ 0x80;
   std::memset(xt, pad, g.xt_bytes);
   __m512i idx[4];
-  for (int i = 0; i < 4; ++i) idx[i] = _mm512_load_si512(ctx.transpose[i]);
+  for (int i = 0; i < 4; ++i) idx[i] = _mm512_load_si512(ctx.transpose.v[i]);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const int8_t* plane0 = p.input + (n * p.c + c0) * p.h * p.w;
   for (int64_t y = 0; y < p.h; ++y) {
@@ -237,7 +221,7 @@ QCC_VNNI void ConvChunk(const BlockedContext& ctx, const uint8_t* t, int64_t n, 
   }
   __m512i idx[4];
   for (int i = 0; i < 2; ++i) idx[i] = _mm512_load_si512(ctx.transpose_packed[i]);
-  for (int i = 2; i < 4; ++i) idx[i] = _mm512_load_si512(ctx.transpose[i]);
+  for (int i = 2; i < 4; ++i) idx[i] = _mm512_load_si512(ctx.transpose.v[i]);
   __m512i o[4];
   Transpose16x16Bytes(z, idx, o);
   // o[m]'s 16-byte row j: channel 4m + j at the 16 positions.
@@ -317,6 +301,7 @@ void PackQConvDepthwiseBlocked(const QConvParams& p, uint8_t* dst) {
 QCC_VNNI void QConvDepthwiseBlocked(const QConvParams& p, const int32_t* correction,
                                     const uint8_t* packed, uint8_t* workspace) {
   BlockedContext ctx;
+  ctx.transpose = MakeByteTransposeIndex();
   ctx.p = &p;
   ctx.correction = correction;
   ctx.packed = packed;
@@ -324,12 +309,6 @@ QCC_VNNI void QConvDepthwiseBlocked(const QConvParams& p, const int32_t* correct
   ctx.buffers = workspace;
   for (int i = 0; i < 64; ++i) {
     const int j = i / 8, row = i % 8;  // stage A: byte 8 * column + row
-    ctx.transpose[0][i] = static_cast<uint8_t>(16 * row + j);
-    ctx.transpose[1][i] = static_cast<uint8_t>(16 * row + j + 8);
-    const int jj = i / 16, c = i % 16;  // stage B: byte 16 * jj + c, column jj (or 4 + jj)
-    const int from = c < 8 ? c : 64 + c - 8;
-    ctx.transpose[2][i] = static_cast<uint8_t>(8 * jj + from);
-    ctx.transpose[3][i] = static_cast<uint8_t>(8 * (4 + jj) + from);
     // Row `row` (accumulator), column j (channel) in Requantize4's order: byte 16 * (j / 4) +
     // 4 * (row % 4) + j % 4 of z[row / 4].
     const auto packed_at = [](int row, int col) {

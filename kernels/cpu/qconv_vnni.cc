@@ -128,36 +128,17 @@ QCC_VNNI void TransformRowVector(const int8_t* const rows[4], int64_t w, int64_t
 }
 
 /// TransformRowVector's result for stride 1 and a row of n in-bounds columns: 64 positions per
-/// step by byte and word unpacks (which interleave within 128-bit lanes) and a 4 x 4 transpose
-/// of the 128-bit lanes; the tail goes to TransformRowVector.
+/// step (InterleaveQuads64); the tail goes to TransformRowVector.
 QCC_VNNI void InterleaveRun(const int8_t* const rows[4], int64_t n, uint32_t pad_quad,
                             const uint8_t* idx, uint32_t* dst) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   int64_t j = 0;
   for (; j + 64 <= n; j += 64) {
-    __m512i r[4];
+    __m512i r[4], out[4];
     for (int q = 0; q < 4; ++q) {
       r[q] = rows[q] != nullptr ? _mm512_loadu_si512(rows[q] + j) : _mm512_setzero_si512();
     }
-    const __m512i a = _mm512_unpacklo_epi8(r[0], r[1]), b = _mm512_unpackhi_epi8(r[0], r[1]);
-    const __m512i c = _mm512_unpacklo_epi8(r[2], r[3]), d = _mm512_unpackhi_epi8(r[2], r[3]);
-    // q<i> holds, in 128-bit lane L, the quads of positions 16 L + 4 i .. 16 L + 4 i + 3.
-    const __m512i q0 = _mm512_unpacklo_epi16(a, c), q1 = _mm512_unpackhi_epi16(a, c);
-    const __m512i q2 = _mm512_unpacklo_epi16(b, d), q3 = _mm512_unpackhi_epi16(b, d);
-    // A 4 x 4 transpose of 128-bit lanes (maskz forms: see RequantizeX16).
-    const __m512i t0 = _mm512_maskz_shuffle_i32x4(0xFFFF, q0, q1, 0x44);
-    const __m512i t1 = _mm512_maskz_shuffle_i32x4(0xFFFF, q0, q1, 0xEE);
-    const __m512i t2 = _mm512_maskz_shuffle_i32x4(0xFFFF, q2, q3, 0x44);
-    const __m512i t3 = _mm512_maskz_shuffle_i32x4(0xFFFF, q2, q3, 0xEE);
-    const __m512i out[4] = {
-        _mm512_maskz_shuffle_i32x4(0xFFFF, t0, t2, 0x88),
-        _mm512_maskz_shuffle_i32x4(0xFFFF, t0, t2, 0xDD),
-        _mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0x88),
-        _mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0xDD),
-    };
-    for (int i = 0; i < 4; ++i) {
-      _mm512_storeu_si512(dst + j + 16 * i, _mm512_xor_si512(out[i], flip));
-    }
+    InterleaveQuads64(r, out);
+    for (int i = 0; i < 4; ++i) _mm512_storeu_si512(dst + j + 16 * i, out[i]);
   }
   if (j == n) return;
   const int8_t* tail[4];
@@ -440,6 +421,10 @@ void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
     PackQConvDepthwiseVnni(p, w);
     return;
   }
+  if (QConvPointwiseVnniPacks(p)) {
+    PackQConvPointwiseVnni(p, w);
+    return;
+  }
   const int64_t c4 = CeilDiv(cg, 4), k_blocks = CeilDiv(kg, kMr);
   w->packed = Tensor::AllocateStorage(p.group * k_blocks * p.r * p.s * c4 * kMr * 4);
   uint8_t* dst = w->packed.get();
@@ -465,6 +450,9 @@ int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& 
   if (w.layout == PackedQConvWeights::Layout::kVnniDepthwise) {
     return 64 + threads * QConvDepthwiseVnniThreadBytes(p);
   }
+  if (w.layout == PackedQConvWeights::Layout::kVnniPointwise) {
+    return 64 + threads * QConvPointwiseVnniThreadBytes(p);
+  }
   const DirectGeometry g = DirectGeometryOf(p);
   return 64 + RoundUp(g.taps * 8, 64) + threads * g.image_bytes;
 }
@@ -474,6 +462,8 @@ QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void*
   auto* ws = reinterpret_cast<uint8_t*>(RoundUp(reinterpret_cast<uintptr_t>(workspace), 64));
   if (w.layout == PackedQConvWeights::Layout::kVnniDepthwise) {
     QConvDepthwiseVnni(p, w, ws);
+  } else if (w.layout == PackedQConvWeights::Layout::kVnniPointwise) {
+    QConvPointwiseVnni(p, w, ws);
   } else {
     DirectConv(p, w, ws);
   }

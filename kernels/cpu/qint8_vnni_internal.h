@@ -59,6 +59,63 @@ QCC_VNNI inline __m128i RequantizeX16(__m512i acc, __m512 multiplier, __m512i zp
   return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_add_epi32(q, zp));
 }
 
+/// Index vectors of Transpose16x16Bytes: stage A (two, for rows given as 16 consecutive bytes
+/// each) and stage B (two).
+struct ByteTransposeIndex {
+  alignas(64) uint8_t v[4][64];
+};
+inline ByteTransposeIndex MakeByteTransposeIndex() {
+  ByteTransposeIndex t;
+  for (int i = 0; i < 64; ++i) {
+    const int j = i / 8, row = i % 8;  // stage A: byte 8 * column + row
+    t.v[0][i] = static_cast<uint8_t>(16 * row + j);
+    t.v[1][i] = static_cast<uint8_t>(16 * row + j + 8);
+    const int jj = i / 16, c = i % 16;  // stage B: byte 16 * jj + c, column jj (or 4 + jj)
+    const int from = c < 8 ? c : 64 + c - 8;
+    t.v[2][i] = static_cast<uint8_t>(8 * jj + from);
+    t.v[3][i] = static_cast<uint8_t>(8 * (4 + jj) + from);
+  }
+  return t;
+}
+
+/// Transposes the 16 x 16 bytes in z (z[k] holds rows 4k .. 4k + 3, 16 bytes each; or another
+/// order, given stage-A indices to match) into o (o[m] holds rows 4m .. 4m + 3 of the
+/// transpose). `idx`: a ByteTransposeIndex's four vectors.
+QCC_VNNI inline void Transpose16x16Bytes(const __m512i z[4], const __m512i idx[4], __m512i o[4]) {
+  // Stage A: for rows 0..7 (z[0], z[1]) and 8..15 (z[2], z[3]), the 8 x 8 sub-blocks of
+  // columns 0..7 and 8..15, column-major (byte 8 * column + row).
+  const __m512i a01_lo = _mm512_permutex2var_epi8(z[0], idx[0], z[1]);
+  const __m512i a01_hi = _mm512_permutex2var_epi8(z[0], idx[1], z[1]);
+  const __m512i a23_lo = _mm512_permutex2var_epi8(z[2], idx[0], z[3]);
+  const __m512i a23_hi = _mm512_permutex2var_epi8(z[2], idx[1], z[3]);
+  // Stage B: transpose row j of columns 0..7 of both halves (rows 0..7, then 8..15).
+  o[0] = _mm512_permutex2var_epi8(a01_lo, idx[2], a23_lo);
+  o[1] = _mm512_permutex2var_epi8(a01_lo, idx[3], a23_lo);
+  o[2] = _mm512_permutex2var_epi8(a01_hi, idx[2], a23_hi);
+  o[3] = _mm512_permutex2var_epi8(a01_hi, idx[3], a23_hi);
+}
+
+/// The channel quads of 64 positions: r[q] holds 64 bytes of channel q; out[i] gets the
+/// dwords (x0, x1, x2, x3) of positions 16 i .. 16 i + 15, each byte flipped (x ^ 0x80), by
+/// byte and word unpacks (which interleave within 128-bit lanes) and a 4 x 4 transpose of the
+/// 128-bit lanes (maskz forms: see RequantizeX16).
+QCC_VNNI inline void InterleaveQuads64(const __m512i r[4], __m512i out[4]) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i a = _mm512_unpacklo_epi8(r[0], r[1]), b = _mm512_unpackhi_epi8(r[0], r[1]);
+  const __m512i c = _mm512_unpacklo_epi8(r[2], r[3]), d = _mm512_unpackhi_epi8(r[2], r[3]);
+  // q<i> holds, in 128-bit lane L, the quads of positions 16 L + 4 i .. 16 L + 4 i + 3.
+  const __m512i q0 = _mm512_unpacklo_epi16(a, c), q1 = _mm512_unpackhi_epi16(a, c);
+  const __m512i q2 = _mm512_unpacklo_epi16(b, d), q3 = _mm512_unpackhi_epi16(b, d);
+  const __m512i t0 = _mm512_maskz_shuffle_i32x4(0xFFFF, q0, q1, 0x44);
+  const __m512i t1 = _mm512_maskz_shuffle_i32x4(0xFFFF, q0, q1, 0xEE);
+  const __m512i t2 = _mm512_maskz_shuffle_i32x4(0xFFFF, q2, q3, 0x44);
+  const __m512i t3 = _mm512_maskz_shuffle_i32x4(0xFFFF, q2, q3, 0xEE);
+  out[0] = _mm512_xor_si512(_mm512_maskz_shuffle_i32x4(0xFFFF, t0, t2, 0x88), flip);
+  out[1] = _mm512_xor_si512(_mm512_maskz_shuffle_i32x4(0xFFFF, t0, t2, 0xDD), flip);
+  out[2] = _mm512_xor_si512(_mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0x88), flip);
+  out[3] = _mm512_xor_si512(_mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0xDD), flip);
+}
+
 /// Fills w's VNNI layout (direct or depthwise, per the header's rules) from p.weights.
 void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w);
 /// QConvWorkspaceBytes for the VNNI layouts.
@@ -89,6 +146,18 @@ QCC_VNNI void QConvDepthwiseBlocked(const QConvParams& p, const int32_t* correct
 /// QConv for the depthwise layout (the channel-blocked kernel when QConvDepthwiseBlockedRuns);
 /// `workspace` is 64-byte aligned, p.num_threads thread buffers.
 QCC_VNNI void QConvDepthwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
+                                 uint8_t* workspace);
+
+/// True when the VNNI layout of `p` is the pointwise one (qconv_pointwise_vnni.cc): a 1x1
+/// convolution, stride 1, no pads, one group, K >= 16, on a map of at most 64 positions.
+bool QConvPointwiseVnniPacks(const QConvParams& p);
+/// Fills w's pointwise VNNI layout from p.weights.
+void PackQConvPointwiseVnni(const QConvParams& p, PackedQConvWeights* w);
+/// Bytes of one thread's buffers of the pointwise kernel (64-byte multiples).
+int64_t QConvPointwiseVnniThreadBytes(const QConvParams& p);
+/// QConv for the pointwise layout (any map); `workspace` is 64-byte aligned, p.num_threads
+/// thread buffers.
+QCC_VNNI void QConvPointwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
                                  uint8_t* workspace);
 
 /// Fills w->packed with the VNNI layout of p.b.

@@ -242,6 +242,12 @@ const std::vector<Geometry>& Geometries() {
       {1, 17, 7, 7, 17, 3, 3, 1, 1, 0, 1, 1, 0, 1, 1, 17},    // asymmetric pads, a 1-channel block
       {1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16},    // dilation (2, 1)
       {3, 32, 5, 6, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 32},    // 7x7 stride 2 (tap quads 2), batch 3
+      // The VNNI pointwise kernel (1x1 on maps of <= 64 positions, output channels in lanes):
+      // blocks of 48 channels with tails, tiles of 7 positions with tails, odd C.
+      {2, 24, 8, 8, 100, 1, 1},  // 64 positions, K = 48 + 48 + 4
+      {1, 37, 7, 7, 64, 1, 1},   // 49 positions, odd C
+      {3, 16, 1, 1, 16, 1, 1},   // one position
+      {1, 50, 5, 9, 17, 1, 1},   // 45 positions, one block of 17
   };
   return kAll;
 }
@@ -338,6 +344,36 @@ TEST(Int8ConvFastTest, BitIdenticalToReferenceOnRandomData) {
         EXPECT_EQ(RunPacked(conv, path, threads), RunReference(conv));
       }
     }
+  }
+}
+
+// QConv's contract lets H and W change after packing: the pointwise layout, chosen for a 7 x 7
+// map, still runs a 12 x 12 one (three chunks of 64 positions) and a 3 x 5 one.
+TEST(Int8ConvFastTest, PointwiseLayoutRunsOtherMapSizes) {
+  SKIP_WITHOUT_FAST_PATH();
+  Conv packed_for({1, 20, 7, 7, 40, 1, 1});
+  Randomize(packed_for, 31);
+  const PackedQConvWeights packed = PackQConvWeights(packed_for.p);
+  if (QInt8HasVnni()) {
+    EXPECT_EQ(packed.layout, PackedQConvWeights::Layout::kVnniPointwise);
+  }
+  for (const Geometry& g : {Geometry{2, 20, 12, 12, 40, 1, 1}, Geometry{1, 20, 3, 5, 40, 1, 1}}) {
+    SCOPED_TRACE(Describe(g));
+    Conv conv(g);
+    Randomize(conv, 32);
+    conv.weights = packed_for.weights;
+    conv.bias = packed_for.bias;
+    conv.multiplier = packed_for.multiplier;
+    conv.p.zp_out = packed_for.p.zp_out;
+    conv.p.lo = packed_for.p.lo;
+    conv.p.hi = packed_for.p.hi;
+    conv.Bind();
+    conv.p.num_threads = 2;
+    std::vector<int8_t> out(conv.OutputSize());
+    std::vector<uint8_t> workspace(QConvWorkspaceBytes(conv.p, packed));
+    conv.p.output = out.data();
+    QConv(conv.p, packed, workspace.data());
+    EXPECT_EQ(out, RunReference(conv));
   }
 }
 
