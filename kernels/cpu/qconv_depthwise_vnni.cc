@@ -68,6 +68,18 @@ QCC_VNNI inline void StoreFold(int8_t* out, int64_t first, int64_t end, int64_t 
                        RequantizeX16(acc, multiplier, zp, lo, hi));
 }
 
+/// The requantized lanes of `rows` (1..4) output rows of one 16-column segment (`cols` of
+/// them real, any count above 16 meaning 16), at y, y + ow, ...
+QCC_VNNI inline void StoreSegment(int8_t* y, int64_t ow, int64_t rows, int64_t cols, __m512i a0,
+                                  __m512i a1, __m512i a2, __m512i a3, __m512 multiplier, __m512i zp,
+                                  __m512 lo, __m512 hi) {
+  const __mmask16 m = static_cast<__mmask16>(LowBits64(cols < 16 ? cols : 16));
+  _mm_mask_storeu_epi8(y, m, RequantizeX16(a0, multiplier, zp, lo, hi));
+  if (rows > 1) _mm_mask_storeu_epi8(y + ow, m, RequantizeX16(a1, multiplier, zp, lo, hi));
+  if (rows > 2) _mm_mask_storeu_epi8(y + 2 * ow, m, RequantizeX16(a2, multiplier, zp, lo, hi));
+  if (rows > 3) _mm_mask_storeu_epi8(y + 3 * ow, m, RequantizeX16(a3, multiplier, zp, lo, hi));
+}
+
 /// Planes [begin, end) of (image, input channel) of the depthwise path.
 /// kFold: g.fold > 1 (an instance each, so that the unfolded loop stays as lean as it was).
 template <bool kFold>
@@ -128,6 +140,44 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
         const uint8_t* row3 = buf + std::min(oy + 3 * fold, g.oh - 1) * row_step;
         for (int64_t ox0 = 0; ox0 < g.ow; ox0 += 16) {
           const int64_t dx = ox0 * p.stride_w;
+          constexpr __mmask64 kAll = ~__mmask64{0};
+          if (!kFold && ox0 + 16 < g.ow) {
+            // Two 16-column segments at once: eight accumulator chains, where four leave the
+            // dot products waiting on each other (rows of 17 or more outputs).
+            const int64_t dx2 = dx + 16 * p.stride_w;
+            __m512i a0 = init, a1 = init, a2 = init, a3 = init;
+            __m512i b0 = init, b1 = init, b2 = init, b3 = init;
+            for (int64_t r = 0; r < p.r; ++r) {
+              const int64_t dy = r * p.dilation_h * g.pw;
+              const __m512i u0 = _mm512_loadu_si512(row0 + dy + dx);
+              const __m512i u1 = _mm512_loadu_si512(row1 + dy + dx);
+              const __m512i u2 = _mm512_loadu_si512(row2 + dy + dx);
+              const __m512i u3 = _mm512_loadu_si512(row3 + dy + dx);
+              const __m512i v0 = _mm512_loadu_si512(row0 + dy + dx2);
+              const __m512i v1 = _mm512_loadu_si512(row1 + dy + dx2);
+              const __m512i v2 = _mm512_loadu_si512(row2 + dy + dx2);
+              const __m512i v3 = _mm512_loadu_si512(row3 + dy + dx2);
+              for (int64_t q = 0; q < g.sq; ++q) {
+                const __m512i wq = _mm512_set1_epi32(static_cast<int>(wk[r * g.sq + q]));
+                const __m512i perm = idx[q];
+                a0 = _mm512_dpbusd_epi32(a0, _mm512_maskz_permutexvar_epi8(kAll, perm, u0), wq);
+                a1 = _mm512_dpbusd_epi32(a1, _mm512_maskz_permutexvar_epi8(kAll, perm, u1), wq);
+                a2 = _mm512_dpbusd_epi32(a2, _mm512_maskz_permutexvar_epi8(kAll, perm, u2), wq);
+                a3 = _mm512_dpbusd_epi32(a3, _mm512_maskz_permutexvar_epi8(kAll, perm, u3), wq);
+                b0 = _mm512_dpbusd_epi32(b0, _mm512_maskz_permutexvar_epi8(kAll, perm, v0), wq);
+                b1 = _mm512_dpbusd_epi32(b1, _mm512_maskz_permutexvar_epi8(kAll, perm, v1), wq);
+                b2 = _mm512_dpbusd_epi32(b2, _mm512_maskz_permutexvar_epi8(kAll, perm, v2), wq);
+                b3 = _mm512_dpbusd_epi32(b3, _mm512_maskz_permutexvar_epi8(kAll, perm, v3), wq);
+              }
+            }
+            int8_t* y = out + oy * g.ow + ox0;
+            const int64_t rows = std::min<int64_t>(4, g.oh - oy);
+            StoreSegment(y, g.ow, rows, 16, a0, a1, a2, a3, multiplier, zp, lo, hi);
+            StoreSegment(y + 16, g.ow, rows, g.ow - ox0 - 16, b0, b1, b2, b3, multiplier, zp, lo,
+                         hi);
+            ox0 += 16;
+            continue;
+          }
           __m512i acc0 = init, acc1 = init, acc2 = init, acc3 = init;
           for (int64_t r = 0; r < p.r; ++r) {
             const int64_t dy = r * p.dilation_h * g.pw + dx;
@@ -136,7 +186,6 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
             const __m512i win2 = _mm512_loadu_si512(row2 + dy);
             const __m512i win3 = _mm512_loadu_si512(row3 + dy);
             for (int64_t q = 0; q < g.sq; ++q) {
-              constexpr __mmask64 kAll = ~__mmask64{0};
               const __m512i wq = _mm512_set1_epi32(static_cast<int>(wk[r * g.sq + q]));
               const __m512i perm = idx[q];
               acc0 = _mm512_dpbusd_epi32(acc0, _mm512_maskz_permutexvar_epi8(kAll, perm, win0), wq);
@@ -147,17 +196,8 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
           }
           int8_t* y = out + oy * g.ow + ox0;
           if (!kFold) {
-            const __mmask16 cols = static_cast<__mmask16>(LowBits64(g.ow - ox0));
-            _mm_mask_storeu_epi8(y, cols, RequantizeX16(acc0, multiplier, zp, lo, hi));
-            if (oy + 1 < g.oh) {
-              _mm_mask_storeu_epi8(y + g.ow, cols, RequantizeX16(acc1, multiplier, zp, lo, hi));
-            }
-            if (oy + 2 < g.oh) {
-              _mm_mask_storeu_epi8(y + 2 * g.ow, cols, RequantizeX16(acc2, multiplier, zp, lo, hi));
-            }
-            if (oy + 3 < g.oh) {
-              _mm_mask_storeu_epi8(y + 3 * g.ow, cols, RequantizeX16(acc3, multiplier, zp, lo, hi));
-            }
+            StoreSegment(y, g.ow, std::min<int64_t>(4, g.oh - oy), g.ow - ox0, acc0, acc1, acc2,
+                         acc3, multiplier, zp, lo, hi);
           } else {
             // A fold's rows are consecutive in the output plane: its fold * ow lanes are one
             // run, cut at the plane's end.

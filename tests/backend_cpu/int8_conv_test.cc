@@ -235,9 +235,11 @@ const std::vector<Geometry>& Geometries() {
       // the image split among threads mid-row.
       {1, 7, 21, 23, 9, 3, 3},   // 3x3 without pads, odd C
       {1, 13, 11, 11, 6, 1, 1},  // 1x1, C % 4 = 1
-      // The VNNI channel-blocked depthwise kernel (16 channels to a register): small maps at
-      // any stride, larger stride-1 maps; partial channel blocks, row phases, dilation_h.
-      {2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},  // 20 x 21, blocks of 16, 16, 8
+      // The VNNI channel-blocked depthwise kernel (16 channels to a register) on small maps:
+      // partial channel blocks, row phases, dilation_h; and the per-plane kernel's two-segment
+      // rows (21 wide).
+      {2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},  // 20 x 21: per-plane, 16 + 5 columns
+      {2, 40, 12, 13, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},  // blocks of 16, 16, 8
       {1, 20, 9, 12, 20, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 20},   // stride (2, 1): two row phases
       {1, 17, 7, 7, 17, 3, 3, 1, 1, 0, 1, 1, 0, 1, 1, 17},    // asymmetric pads, a 1-channel block
       {1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16},    // dilation (2, 1)
@@ -306,23 +308,21 @@ TEST(Int8ConvTest, FastestPicksVnniElseAvx2) {
 }
 
 // Which depthwise shapes the VNNI layout runs channel-blocked (a pure function of the shape,
-// so checked on any CPU): the blocked cases of Geometries() do, the wide and strided ones that
-// the per-plane kernel runs faster do not.
+// so checked on any CPU): maps of at most 16 x 16 outputs at any stride; not the wider ones
+// that the per-plane kernel runs faster, nor a channel multiplier or dilation_w.
 TEST(Int8ConvTest, DepthwiseBlockedRunsOnSmallMaps) {
   const auto blocked = [](const Geometry& g) {
     return internal::QConvDepthwiseBlockedRuns(Conv(g).p);
   };
   EXPECT_TRUE(blocked({1, 1152, 7, 7, 1152, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1152}));
-  EXPECT_TRUE(blocked({2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40}));
+  EXPECT_TRUE(blocked({1, 480, 14, 14, 480, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 480}));
+  EXPECT_TRUE(blocked({1, 240, 28, 28, 240, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 240}));
   EXPECT_TRUE(blocked({1, 20, 9, 12, 20, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 20}));
   EXPECT_TRUE(blocked({1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16}));
-  EXPECT_TRUE(blocked({1, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 144}));
-  // 3 x 96 with a 5 x 5 kernel (T: 4.7 vectors per output); 3 x 96 -> 2 x 96 at stride (2, 1);
-  // 56 -> 28 at stride 2; 112 x 112 (T past 256 KiB); a channel multiplier; dilation_w.
+  EXPECT_FALSE(blocked({2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40}));
+  EXPECT_FALSE(blocked({1, 240, 28, 28, 240, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 240}));
   EXPECT_FALSE(blocked({1, 88, 3, 96, 88, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 88}));
-  EXPECT_FALSE(blocked({1, 104, 3, 96, 104, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 104}));
   EXPECT_FALSE(blocked({1, 144, 56, 56, 144, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 144}));
-  EXPECT_FALSE(blocked({1, 32, 112, 112, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32}));
   EXPECT_FALSE(blocked({1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16}));
   EXPECT_FALSE(blocked({1, 16, 9, 9, 16, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, 16}));
 }
