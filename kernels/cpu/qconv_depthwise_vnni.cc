@@ -68,6 +68,23 @@ QCC_VNNI inline void StoreFold(int8_t* out, int64_t first, int64_t end, int64_t 
                        RequantizeX16(acc, multiplier, zp, lo, hi));
 }
 
+/// One kernel row's taps for 16 outputs of each of four output rows: the 64-byte windows at
+/// w0 .. w3, per 4 taps q one vpermb (idx[q]) and one vpdpbusd against wr[q], broadcast.
+QCC_VNNI inline void DotRows4(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2,
+                              const uint8_t* w3, const uint32_t* wr, int64_t sq, const __m512i* idx,
+                              __m512i& a0, __m512i& a1, __m512i& a2, __m512i& a3) {
+  constexpr __mmask64 kAll = ~__mmask64{0};
+  const __m512i x0 = _mm512_loadu_si512(w0), x1 = _mm512_loadu_si512(w1);
+  const __m512i x2 = _mm512_loadu_si512(w2), x3 = _mm512_loadu_si512(w3);
+  for (int64_t q = 0; q < sq; ++q) {
+    const __m512i wq = _mm512_set1_epi32(static_cast<int>(wr[q]));
+    a0 = _mm512_dpbusd_epi32(a0, _mm512_maskz_permutexvar_epi8(kAll, idx[q], x0), wq);
+    a1 = _mm512_dpbusd_epi32(a1, _mm512_maskz_permutexvar_epi8(kAll, idx[q], x1), wq);
+    a2 = _mm512_dpbusd_epi32(a2, _mm512_maskz_permutexvar_epi8(kAll, idx[q], x2), wq);
+    a3 = _mm512_dpbusd_epi32(a3, _mm512_maskz_permutexvar_epi8(kAll, idx[q], x3), wq);
+  }
+}
+
 /// The requantized lanes of `rows` (1..4) output rows of one 16-column segment (`cols` of
 /// them real, any count above 16 meaning 16), at y, y + ow, ...
 QCC_VNNI inline void StoreSegment(int8_t* y, int64_t ow, int64_t rows, int64_t cols, __m512i a0,
@@ -140,7 +157,6 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
         const uint8_t* row3 = buf + std::min(oy + 3 * fold, g.oh - 1) * row_step;
         for (int64_t ox0 = 0; ox0 < g.ow; ox0 += 16) {
           const int64_t dx = ox0 * p.stride_w;
-          constexpr __mmask64 kAll = ~__mmask64{0};
           if (!kFold && ox0 + 16 < g.ow) {
             // Two 16-column segments at once: eight accumulator chains, where four leave the
             // dot products waiting on each other (rows of 17 or more outputs).
@@ -149,26 +165,11 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
             __m512i b0 = init, b1 = init, b2 = init, b3 = init;
             for (int64_t r = 0; r < p.r; ++r) {
               const int64_t dy = r * p.dilation_h * g.pw;
-              const __m512i u0 = _mm512_loadu_si512(row0 + dy + dx);
-              const __m512i u1 = _mm512_loadu_si512(row1 + dy + dx);
-              const __m512i u2 = _mm512_loadu_si512(row2 + dy + dx);
-              const __m512i u3 = _mm512_loadu_si512(row3 + dy + dx);
-              const __m512i v0 = _mm512_loadu_si512(row0 + dy + dx2);
-              const __m512i v1 = _mm512_loadu_si512(row1 + dy + dx2);
-              const __m512i v2 = _mm512_loadu_si512(row2 + dy + dx2);
-              const __m512i v3 = _mm512_loadu_si512(row3 + dy + dx2);
-              for (int64_t q = 0; q < g.sq; ++q) {
-                const __m512i wq = _mm512_set1_epi32(static_cast<int>(wk[r * g.sq + q]));
-                const __m512i perm = idx[q];
-                a0 = _mm512_dpbusd_epi32(a0, _mm512_maskz_permutexvar_epi8(kAll, perm, u0), wq);
-                a1 = _mm512_dpbusd_epi32(a1, _mm512_maskz_permutexvar_epi8(kAll, perm, u1), wq);
-                a2 = _mm512_dpbusd_epi32(a2, _mm512_maskz_permutexvar_epi8(kAll, perm, u2), wq);
-                a3 = _mm512_dpbusd_epi32(a3, _mm512_maskz_permutexvar_epi8(kAll, perm, u3), wq);
-                b0 = _mm512_dpbusd_epi32(b0, _mm512_maskz_permutexvar_epi8(kAll, perm, v0), wq);
-                b1 = _mm512_dpbusd_epi32(b1, _mm512_maskz_permutexvar_epi8(kAll, perm, v1), wq);
-                b2 = _mm512_dpbusd_epi32(b2, _mm512_maskz_permutexvar_epi8(kAll, perm, v2), wq);
-                b3 = _mm512_dpbusd_epi32(b3, _mm512_maskz_permutexvar_epi8(kAll, perm, v3), wq);
-              }
+              const uint32_t* wr = wk + r * g.sq;
+              DotRows4(row0 + dy + dx, row1 + dy + dx, row2 + dy + dx, row3 + dy + dx, wr, g.sq,
+                       idx, a0, a1, a2, a3);
+              DotRows4(row0 + dy + dx2, row1 + dy + dx2, row2 + dy + dx2, row3 + dy + dx2, wr, g.sq,
+                       idx, b0, b1, b2, b3);
             }
             int8_t* y = out + oy * g.ow + ox0;
             const int64_t rows = std::min<int64_t>(4, g.oh - oy);
@@ -181,18 +182,8 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
           __m512i acc0 = init, acc1 = init, acc2 = init, acc3 = init;
           for (int64_t r = 0; r < p.r; ++r) {
             const int64_t dy = r * p.dilation_h * g.pw + dx;
-            const __m512i win0 = _mm512_loadu_si512(row0 + dy);
-            const __m512i win1 = _mm512_loadu_si512(row1 + dy);
-            const __m512i win2 = _mm512_loadu_si512(row2 + dy);
-            const __m512i win3 = _mm512_loadu_si512(row3 + dy);
-            for (int64_t q = 0; q < g.sq; ++q) {
-              const __m512i wq = _mm512_set1_epi32(static_cast<int>(wk[r * g.sq + q]));
-              const __m512i perm = idx[q];
-              acc0 = _mm512_dpbusd_epi32(acc0, _mm512_maskz_permutexvar_epi8(kAll, perm, win0), wq);
-              acc1 = _mm512_dpbusd_epi32(acc1, _mm512_maskz_permutexvar_epi8(kAll, perm, win1), wq);
-              acc2 = _mm512_dpbusd_epi32(acc2, _mm512_maskz_permutexvar_epi8(kAll, perm, win2), wq);
-              acc3 = _mm512_dpbusd_epi32(acc3, _mm512_maskz_permutexvar_epi8(kAll, perm, win3), wq);
-            }
+            DotRows4(row0 + dy, row1 + dy, row2 + dy, row3 + dy, wk + r * g.sq, g.sq, idx, acc0,
+                     acc1, acc2, acc3);
           }
           int8_t* y = out + oy * g.ow + ox0;
           if (!kFold) {
