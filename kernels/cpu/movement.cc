@@ -118,6 +118,26 @@ void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* 
   for (const CopyAxis& a : axes) {
     if (a.source.empty()) return;
   }
+  // Trailing axes that copy whole contiguous blocks of the input merge into one, so that a row
+  // is that block (a channel Pad of NCHW data copies H * W elements per row, not W).
+  const auto is_identity = [](const CopyAxis& a) {
+    for (size_t i = 0; i < a.source.size(); ++i) {
+      if (a.source[i] != static_cast<int64_t>(i)) return false;
+    }
+    return true;
+  };
+  if (rank >= 2 && axes[rank - 1].in_stride == 1 && is_identity(axes[rank - 1])) {
+    int64_t block = static_cast<int64_t>(axes[rank - 1].source.size());
+    size_t keep = rank - 1;
+    while (keep > 0 && axes[keep - 1].in_stride == block && is_identity(axes[keep - 1])) {
+      block *= static_cast<int64_t>(axes[--keep].source.size());
+    }
+    if (keep < rank - 1) {
+      std::vector<CopyAxis> merged(axes.begin(), axes.begin() + keep);
+      merged.push_back(IdentityAxis(block, 1));
+      return IndexedCopy(merged, elem_size, in, fill, out, num_threads);
+    }
+  }
   // Byte offsets per axis and coordinate (-1: fill).
   std::vector<std::vector<int64_t>> offs(rank);
   for (size_t k = 0; k < rank; ++k) {

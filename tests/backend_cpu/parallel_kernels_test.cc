@@ -263,5 +263,60 @@ TEST(ParallelKernelsTest, IndexedCopySlicesPadsAndTransposesAtEveryThreadCount) 
   }
 }
 
+/// IndexedCopy's contract, one output element at a time: out[o] = in[sum_k source_k[o_k] *
+/// in_stride_k], or `fill` where any source is negative.
+std::vector<float> IndexedCopyReference(const std::vector<CopyAxis>& axes,
+                                        const std::vector<float>& in, float fill) {
+  int64_t total = 1;
+  for (const CopyAxis& a : axes) total *= static_cast<int64_t>(a.source.size());
+  std::vector<float> out(total);
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t rest = o, at = 0;
+    bool filled = false;
+    for (size_t k = axes.size(); k-- > 0;) {
+      const int64_t n = static_cast<int64_t>(axes[k].source.size());
+      const int64_t s = axes[k].source[rest % n];
+      rest /= n;
+      filled = filled || s < 0;
+      at += s * axes[k].in_stride;
+    }
+    out[o] = filled ? fill : in[at];
+  }
+  return out;
+}
+
+// Trailing axes that copy whole contiguous blocks merge into one row: a channel pad of NCHW
+// data (H and W merge), a transpose that keeps the last two axes, and a window of W (the H axis
+// must not merge: its stride is the input's row, not the window's).
+TEST(ParallelKernelsTest, IndexedCopyMergesTrailingWholeBlocks) {
+  const Dims d{4, 6, 5, 9};
+  const std::vector<float> in = UniformFloats(NumElements(d), -1.0f, 1.0f, 15);
+  const Dims strides{6 * 5 * 9, 5 * 9, 9, 1};
+  const float fill = -3.5f;
+  std::vector<std::vector<CopyAxis>> cases;
+  // Channel pad, 2 before and 3 after.
+  cases.push_back({IdentityAxis(4, strides[0]), CopyAxis{strides[1], {}}, IdentityAxis(5, 9),
+                   IdentityAxis(9, 1)});
+  for (int64_t c = -2; c < 6 + 3; ++c) cases.back()[1].source.push_back(c >= 0 && c < 6 ? c : -1);
+  // Transpose [4, 6, 5, 9] -> [6, 4, 5, 9].
+  cases.push_back({IdentityAxis(6, strides[1]), IdentityAxis(4, strides[0]), IdentityAxis(5, 9),
+                   IdentityAxis(9, 1)});
+  // Columns 0..6 of every row: the last axis is an identity run, the H axis is not contiguous
+  // with it.
+  cases.push_back({IdentityAxis(4, strides[0]), IdentityAxis(6, strides[1]), IdentityAxis(5, 9),
+                   IdentityAxis(7, 1)});
+  // Rows 1..3 whole: H is no identity axis, W merges with nothing.
+  cases.push_back({IdentityAxis(4, strides[0]), IdentityAxis(6, strides[1]), CopyAxis{9, {1, 2, 3}},
+                   IdentityAxis(9, 1)});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::vector<float> ref = IndexedCopyReference(cases[i], in, fill);
+    for (int threads : {1, 2, 3}) {
+      std::vector<float> out(ref.size(), std::nanf(""));
+      IndexedCopy(cases[i], sizeof(float), in.data(), &fill, out.data(), threads);
+      EXPECT_TRUE(SameBits(out, ref)) << "case " << i << ", " << threads << " threads";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qcc::cpu
