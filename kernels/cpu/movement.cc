@@ -1,5 +1,8 @@
 #include "kernels/cpu/movement.h"
 
+#include <emmintrin.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/nn_parallel.h"
@@ -52,10 +55,30 @@ void StridedRow(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(&dst[i], in + i * step, sizeof(T));
 }
 
+/// StridedRow of bytes: memcpy at stride 1; at stride 2, 16 bytes per step from the low bytes
+/// of 16 words (reading only within the row's span: 17 elements must remain).
+void StridedRowU8(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
+  if (stride == 1) {
+    std::memcpy(out, in, static_cast<size_t>(n));
+    return;
+  }
+  int64_t i = 0;
+  if (stride == 2) {
+    const __m128i low = _mm_set1_epi16(0x00FF);
+    for (; i + 17 <= n; i += 16) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i + 16));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low)));
+    }
+  }
+  StridedRow<uint8_t>(in + i * stride, stride, n - i, out + i);
+}
+
 void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_size, uint8_t* out) {
   switch (elem_size) {
     case 1:
-      return StridedRow<uint8_t>(in, stride, n, out);
+      return StridedRowU8(in, stride, n, out);
     case 2:
       return StridedRow<uint16_t>(in, stride, n, out);
     case 4:
@@ -118,23 +141,43 @@ void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* 
   for (const CopyAxis& a : axes) {
     if (a.source.empty()) return;
   }
-  // Trailing axes that copy whole contiguous blocks of the input merge into one, so that a row
-  // is that block (a channel Pad of NCHW data copies H * W elements per row, not W).
+  // Trailing axes that continue one evenly spaced run of the input merge with it: a copy that
+  // is one run altogether (a slice of every other column of every row) goes in long pieces,
+  // and whole contiguous blocks become one row (a channel Pad of NCHW data copies H * W
+  // elements per row, not W).
   const auto is_identity = [](const CopyAxis& a) {
     for (size_t i = 0; i < a.source.size(); ++i) {
       if (a.source[i] != static_cast<int64_t>(i)) return false;
     }
     return true;
   };
-  if (rank >= 2 && axes[rank - 1].in_stride == 1 && is_identity(axes[rank - 1])) {
-    int64_t block = static_cast<int64_t>(axes[rank - 1].source.size());
+  const CopyAxis& inner = axes[rank - 1];
+  const int64_t s0 = inner.source[0];
+  const int64_t step = inner.source.size() > 1 ? inner.source[1] - s0 : 1;
+  bool run = s0 >= 0 && step >= 1;
+  for (size_t i = 1; run && i < inner.source.size(); ++i) {
+    run = inner.source[i] == s0 + static_cast<int64_t>(i) * step;
+  }
+  if (run) {
+    const int64_t delta = step * inner.in_stride;  // elements of `in` between run elements
+    int64_t n = static_cast<int64_t>(inner.source.size());
     size_t keep = rank - 1;
-    while (keep > 0 && axes[keep - 1].in_stride == block && is_identity(axes[keep - 1])) {
-      block *= static_cast<int64_t>(axes[--keep].source.size());
+    while (keep > 0 && axes[keep - 1].in_stride == n * delta && is_identity(axes[keep - 1])) {
+      n *= static_cast<int64_t>(axes[--keep].source.size());
     }
-    if (keep < rank - 1) {
+    if (keep == 0) {
+      const uint8_t* first = src + s0 * inner.in_stride * static_cast<int64_t>(elem_size);
+      constexpr int64_t kPiece = 1 << 14;
+      NnParallelFor(num_threads, (n + kPiece - 1) / kPiece, kPiece, [&](int64_t b, int64_t e) {
+        const int64_t begin = b * kPiece, count = std::min(n, e * kPiece) - begin;
+        StridedRowBytes(first + begin * delta * static_cast<int64_t>(elem_size), delta, count,
+                        elem_size, dst + begin * static_cast<int64_t>(elem_size));
+      });
+      return;
+    }
+    if (keep < rank - 1 && s0 == 0 && delta == 1) {
       std::vector<CopyAxis> merged(axes.begin(), axes.begin() + keep);
-      merged.push_back(IdentityAxis(block, 1));
+      merged.push_back(IdentityAxis(n, 1));
       return IndexedCopy(merged, elem_size, in, fill, out, num_threads);
     }
   }

@@ -265,11 +265,12 @@ TEST(ParallelKernelsTest, IndexedCopySlicesPadsAndTransposesAtEveryThreadCount) 
 
 /// IndexedCopy's contract, one output element at a time: out[o] = in[sum_k source_k[o_k] *
 /// in_stride_k], or `fill` where any source is negative.
-std::vector<float> IndexedCopyReference(const std::vector<CopyAxis>& axes,
-                                        const std::vector<float>& in, float fill) {
+template <typename T>
+std::vector<T> IndexedCopyReference(const std::vector<CopyAxis>& axes, const std::vector<T>& in,
+                                    T fill) {
   int64_t total = 1;
   for (const CopyAxis& a : axes) total *= static_cast<int64_t>(a.source.size());
-  std::vector<float> out(total);
+  std::vector<T> out(total);
   for (int64_t o = 0; o < total; ++o) {
     int64_t rest = o, at = 0;
     bool filled = false;
@@ -308,12 +309,39 @@ TEST(ParallelKernelsTest, IndexedCopyMergesTrailingWholeBlocks) {
   // Rows 1..3 whole: H is no identity axis, W merges with nothing.
   cases.push_back({IdentityAxis(4, strides[0]), IdentityAxis(6, strides[1]), CopyAxis{9, {1, 2, 3}},
                    IdentityAxis(9, 1)});
+  // Every other column of every row: one strided run through the whole input.
+  cases.push_back({IdentityAxis(4, strides[0]), IdentityAxis(6, strides[1]), IdentityAxis(5, 9),
+                   CopyAxis{1, {0, 2, 4, 6, 8}}});
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::vector<float> ref = IndexedCopyReference(cases[i], in, fill);
     for (int threads : {1, 2, 3}) {
       std::vector<float> out(ref.size(), std::nanf(""));
       IndexedCopy(cases[i], sizeof(float), in.data(), &fill, out.data(), threads);
       EXPECT_TRUE(SameBits(out, ref)) << "case " << i << ", " << threads << " threads";
+    }
+  }
+}
+
+// Byte runs through a whole tensor (ResNet's x[:, :, :, ::2] shortcut on int8 data): even and
+// odd columns at stride 2 (the vector path, which must not read past the run's last byte), and
+// stride 3; long enough for several parallel pieces.
+TEST(ParallelKernelsTest, IndexedCopyByteRunsAtStrides2And3) {
+  const int64_t rows = 3000, width = 48;
+  std::vector<uint8_t> in(rows * width);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7 + i / 251);
+  for (const int64_t step : {2, 3}) {
+    for (const int64_t first : {0, 1}) {
+      CopyAxis cols{1, {}};
+      for (int64_t c = first; c < width; c += step) cols.source.push_back(c);
+      // Only an even run through every row merges: width == count * step.
+      const std::vector<CopyAxis> axes = {IdentityAxis(rows, width), cols};
+      const std::vector<uint8_t> ref = IndexedCopyReference<uint8_t>(axes, in, 0);
+      for (int threads : {1, 2}) {
+        std::vector<uint8_t> out(ref.size(), 0xEE);
+        IndexedCopy(axes, 1, in.data(), nullptr, out.data(), threads);
+        EXPECT_EQ(out, ref) << "step " << step << ", first " << first << ", " << threads
+                            << " threads";
+      }
     }
   }
 }
