@@ -44,15 +44,7 @@ std::unique_ptr<ir::Graph> ImageNet() {
           ->output(0);
   ir::Node* cat = g->AddNode(OpKind::kConcat, "concat", {cl, p}, {"cat"});
   cat->mutable_attrs<ir::AxisAttrs>().axis = 1;
-  ir::Value* gap =
-      g->AddNode(OpKind::kGlobalAveragePool, "gap", {cat->output(0)}, {"gap"})->output(0);
-  ir::Value* flat = g->AddNode(OpKind::kFlatten, "flatten", {gap}, {"flat"})->output(0);
-  ir::Node* fc = g->AddNode(OpKind::kGemm, "fc",
-                            {flat, g->NewConstant("w3", SeededUniform({4, 16}, 5, -0.5f, 0.5f)),
-                             g->NewConstant("b3", SeededUniform({4}, 6, -0.1f, 0.1f))},
-                            {"y"});
-  fc->mutable_attrs<ir::GemmAttrs>().transB = 1;
-  g->AddOutput(fc->output(0));
+  g->AddOutput(ClassifierHead(*g, cat->output(0), 16));
   g->AddOutput(p);
   EXPECT_TRUE(ir::Verify(*g).ok());
   EXPECT_TRUE(ir::InferShapes(*g).ok());

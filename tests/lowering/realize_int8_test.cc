@@ -38,14 +38,7 @@ std::unique_ptr<ir::Graph> SmallNet() {
   auto g = std::make_unique<ir::Graph>();
   const auto [p, sum] = ResidualStem(*g);
   ir::Value* s = g->AddNode(OpKind::kSigmoid, "sigmoid", {sum}, {"s"})->output(0);
-  ir::Value* gap = g->AddNode(OpKind::kGlobalAveragePool, "gap", {s}, {"gap"})->output(0);
-  ir::Value* flat = g->AddNode(OpKind::kFlatten, "flatten", {gap}, {"flat"})->output(0);
-  ir::Node* fc = g->AddNode(OpKind::kGemm, "fc",
-                            {flat, g->NewConstant("w3", SeededUniform({4, 8}, 5, -0.5f, 0.5f)),
-                             g->NewConstant("b3", SeededUniform({4}, 6, -0.1f, 0.1f))},
-                            {"y"});
-  fc->mutable_attrs<ir::GemmAttrs>().transB = 1;
-  g->AddOutput(fc->output(0));
+  g->AddOutput(ClassifierHead(*g, s, 8));
   g->AddOutput(p);
   EXPECT_TRUE(ir::Verify(*g).ok());
   EXPECT_TRUE(ir::InferShapes(*g).ok());

@@ -95,6 +95,20 @@ inline ResidualStemValues ResidualStem(ir::Graph& g) {
   return {p, g.AddNode(ir::OpKind::kAdd, "residual", {c2, p}, {"sum"})->output(0)};
 }
 
+/// The classifier head the quantized-graph tests end with: x:[N,C,H,W] -> GlobalAveragePool
+/// "gap" -> Flatten "flatten" -> Gemm "fc" (4 x `channels` weights "w3", bias "b3", transB) ->
+/// y. Returns y.
+inline ir::Value* ClassifierHead(ir::Graph& g, ir::Value* x, int64_t channels) {
+  ir::Value* gap = g.AddNode(ir::OpKind::kGlobalAveragePool, "gap", {x}, {"gap"})->output(0);
+  ir::Value* flat = g.AddNode(ir::OpKind::kFlatten, "flatten", {gap}, {"flat"})->output(0);
+  ir::Node* fc = g.AddNode(ir::OpKind::kGemm, "fc",
+                           {flat, g.NewConstant("w3", SeededUniform({4, channels}, 5, -0.5f, 0.5f)),
+                            g.NewConstant("b3", SeededUniform({4}, 6, -0.1f, 0.1f))},
+                           {"y"});
+  fc->mutable_attrs<ir::GemmAttrs>().transB = 1;
+  return fc->output(0);
+}
+
 }  // namespace qcc::testing
 
 #endif  // QCC_TESTS_PASSES_CLEANUP_TEST_UTIL_H_
