@@ -25,6 +25,7 @@
 #include "kernels/cpu/simd_dispatch.h"
 #include "kernels/cpu/softmax.h"
 #include "kernels/cpu/symmetric_s8.h"
+#include "support/int_math.h"
 
 // The int8 attention's AVX-512 functions: F, BW, VL and VNNI only (QCC_VNNI of the GEMM also
 // allows VBMI, which some VNNI CPUs lack); they run when Cpu().avx512_vnni().
@@ -110,8 +111,6 @@ constexpr int64_t kInt8MaxLength = 65536;
 /// the largest term alone, and in trained encoders far less (minilm, 128 keys: cosine 0.99383 to
 /// fp32 with int8 attention against 0.99384 without).
 constexpr int64_t kInt8MaxKeys = 512;
-
-int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 int32_t WrapMul(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));

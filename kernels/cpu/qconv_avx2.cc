@@ -28,6 +28,7 @@
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qint8_avx2_internal.h"
+#include "support/int_math.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu::internal {
@@ -37,9 +38,6 @@ namespace {
 constexpr int64_t kMr = 4;     // output channels per register tile
 constexpr int64_t kMaxNv = 3;  // 8-position vectors per register tile
 constexpr int64_t kTileLanes = 8 * kMaxNv;
-
-int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---------------------------------------------------------------------------------------------
 // Direct path.

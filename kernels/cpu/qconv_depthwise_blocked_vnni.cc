@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/int_math.h"
 
 namespace qcc::cpu::internal {
 
@@ -36,9 +37,6 @@ constexpr int64_t kLanes = 16;
 // 3 x 3: 0.017 against 0.037 ms for 480). On wider maps the per-plane kernel runs two segments
 // at once and wins (28 x 28, 5 x 5: 0.044 against 0.060 ms; 3 x 96; 56 x 56).
 constexpr int64_t kSmallMapSide = 16;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t v, int64_t m) { return CeilDiv(v, m) * m; }
 
 struct BlockedGeometry {
   int64_t oh, ow, positions, sq, blocks;

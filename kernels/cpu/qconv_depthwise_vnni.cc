@@ -17,13 +17,12 @@
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/int_math.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu::internal {
 
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// The per-plane kernel's padded plane, a 64-byte multiple: the last window load reads up to
 /// 63 bytes past the last output's first tap.

@@ -20,6 +20,7 @@
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/int_math.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu::internal {
@@ -29,8 +30,6 @@ namespace {
 constexpr int64_t kMaxPositions = 64;
 constexpr int64_t kBlock = 48;  // output channels per unit: 3 vectors
 constexpr int kMaxTile = 7;     // positions per register tile
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 struct PointwiseGeometry {
   int64_t positions, chunks, c4, blocks;

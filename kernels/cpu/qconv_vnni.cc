@@ -28,6 +28,7 @@
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/int_math.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu::internal {
@@ -38,8 +39,6 @@ constexpr int64_t kMr = 8;     // output channels per register tile
 constexpr int64_t kMaxNv = 3;  // 16-position vectors per register tile
 constexpr int64_t kTileLanes = 16 * kMaxNv;
 
-int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 uint8_t PadByte(const QConvParams& p) { return static_cast<uint8_t>(p.pad_value) ^ 0x80; }
 
 /// A pointer `delta` bytes from `p`, possibly outside its array (masked loads skip those bytes).

@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qint8_avx2_internal.h"
+#include "support/int_math.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu::internal {
@@ -23,8 +24,6 @@ namespace {
 constexpr int64_t kMr = 4;       // rows of a per register tile
 constexpr int64_t kNv = 3;       // 8-column vectors per register tile
 constexpr int64_t kPairs = 256;  // k pairs of a widened per chunk (2 KiB per row)
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Widens a[k0, k0 + 2 * pairs) (zero past k) into int16 pairs.
 QCC_AVX2 void WidenPairs(const int8_t* a, int64_t k, int64_t k0, int64_t pairs, uint32_t* dst) {

@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
+#include "support/int_math.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu::internal {
@@ -26,8 +27,6 @@ namespace {
 
 constexpr int64_t kMr = 6;  // rows of a per register tile
 constexpr int64_t kNv = 4;  // 16-column vectors per register tile
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// The `n` (0..3) bytes at p as the low bytes of a dword, the rest zero.
 int32_t LoadPartialDword(const int8_t* p, int64_t n) {
