@@ -204,6 +204,14 @@ Value* Graph::FindValue(absl::string_view name) const {
   return nullptr;
 }
 
+std::unique_ptr<Graph> Graph::EmptyLike() const {
+  auto g = std::make_unique<Graph>();
+  g->set_name(name_);
+  g->set_opset(opset_);
+  g->symbols_ = symbols_;
+  return g;
+}
+
 int Graph::AddSymbol(std::string name) {
   for (size_t i = 0; i < symbols_.size(); ++i) {
     if (symbols_[i] == name) return static_cast<int>(i);

@@ -174,6 +174,10 @@ class Graph {
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
+  /// A graph with this one's name, opset and symbols (so Dim indices of symbols carry over) and
+  /// nothing else: what a pass that writes a new graph node by node starts from.
+  std::unique_ptr<Graph> EmptyLike() const;
+
  private:
   std::string FreshName(absl::string_view stem);
 

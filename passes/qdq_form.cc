@@ -55,10 +55,7 @@ class QdqWriter {
   QdqWriter(const ir::Graph& quantized, const QdqOptions& options) : in_(quantized), o_(options) {}
 
   absl::StatusOr<std::unique_ptr<ir::Graph>> Run() {
-    out_ = std::make_unique<ir::Graph>();
-    out_->set_name(in_.name());
-    out_->set_opset(in_.opset());
-    for (const std::string& s : in_.symbols()) out_->AddSymbol(s);
+    out_ = in_.EmptyLike();
     for (const ir::Value* v : in_.outputs()) outputs_.insert(v);
     // Names written as they are: inputs, outputs, constants, the results of float ops. Int8
     // values and dequantized ones get new names.

@@ -22,10 +22,7 @@ class Realizer {
   Realizer(const ir::Graph& graph, const QuantDecision& d) : in_(graph), d_(d) {}
 
   absl::StatusOr<std::unique_ptr<ir::Graph>> Run() {
-    out_ = std::make_unique<ir::Graph>();
-    out_->set_name(in_.name());
-    out_->set_opset(in_.opset());
-    for (const std::string& s : in_.symbols()) out_->AddSymbol(s);
+    out_ = in_.EmptyLike();
     for (const ir::Value* v : in_.inputs()) plain_[v] = out_->AddInput(v->name(), v->type());
     for (const auto& node : in_.nodes()) {
       if (d_.folded_bias.contains(node.get())) continue;  // in its GEMM

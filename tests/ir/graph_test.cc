@@ -25,6 +25,25 @@ struct SmallGraph {
   }
 };
 
+// EmptyLike keeps what a rewritten graph must share with its source (name, opset, the symbols
+// in order, so a Dim index means the same symbol) and nothing else.
+TEST(IrGraph, EmptyLikeKeepsNameOpsetAndSymbols) {
+  Graph g;
+  g.set_name("net");
+  g.set_opset(17);
+  g.AddSymbol("N");
+  g.AddSymbol("T");
+  g.AddInput("x", TensorType(DType::kFloat32, {SymbolDim(1), 4}));
+  const std::unique_ptr<Graph> e = g.EmptyLike();
+  EXPECT_EQ(e->name(), "net");
+  EXPECT_EQ(e->opset(), 17);
+  EXPECT_EQ(e->symbols(), (std::vector<std::string>{"N", "T"}));
+  EXPECT_EQ(e->AddSymbol("T"), 1);
+  EXPECT_TRUE(e->inputs().empty());
+  EXPECT_TRUE(e->nodes().empty());
+  EXPECT_TRUE(e->values().empty());
+}
+
 TEST(IrGraph, UseListsFollowEdges) {
   SmallGraph s;
   ASSERT_EQ(s.x->uses().size(), 2u);
