@@ -59,7 +59,7 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
     : graph_(graph), options_(options), arena_(std::make_unique<internal::EvalArena>()) {
   for (const auto& node : graph_.nodes()) {
     const OpEntry* entry = registry_.Find(node->kind());
-    if (entry == nullptr || entry->float_policy != FloatPolicy::kComputeInF32) continue;
+    if (entry == nullptr || entry->float_policy == FloatPolicy::kAsIs) continue;
     for (const ir::Value* v : node->inputs()) {
       const Tensor* c = v != nullptr ? v->constant() : nullptr;
       if (c != nullptr && IsReducedFloat(c->dtype()) && !widened_constants_.contains(v)) {
@@ -199,8 +199,10 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   std::unique_ptr<internal::RunAllocator> memory = arena_->Begin(input_dims, PoisonRequested());
   absl::flat_hash_map<const ir::Value*, Tensor> live;
   // fp16 values as the fp32 ops that read them see them: the fp32 result an op computed,
-  // rounded to fp16 in place (widen(narrow(y)), the values widening the fp16 tensor gives). Ops
-  // computing in fp32 read these instead of widening the fp16 tensor again for every use.
+  // rounded to fp16 in place (widen(narrow(y)), the values widening the fp16 tensor gives), and
+  // what movers made of those. Ops computing in fp32 read these instead of widening the fp16
+  // tensor again for every use; the fp16 tensor itself (in `live`) is made only for a reader
+  // that needs it (an op that sees tensors as they are, a graph output, on_value).
   absl::flat_hash_map<const ir::Value*, Tensor> widened;
   absl::flat_hash_map<const ir::Value*, int> remaining;
   for (const auto& n : graph_.nodes()) {
@@ -212,15 +214,18 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   for (size_t i = 0; i < inputs.size(); ++i) live[graph_.inputs()[i]] = inputs[i];
   // The input of `node` whose storage its output 0 (of dtype `dt` and shape `dims`) can take
   // over, or -1: one of that dtype and shape whose value dies at this node (its last use, not a
-  // graph output) and whose storage only the live map and `in` hold (no view, observer or
-  // caller keeps it).
+  // graph output) and whose storage only `in` and the live or widened map hold (no view,
+  // observer or caller keeps it).
   auto in_place_input = [&](const ir::Node& node, const std::vector<Tensor>& in, DType dt,
                             const Dims& dims) -> int {
     for (size_t i = 0; i < in.size(); ++i) {
       const ir::Value* v = node.input(static_cast<int>(i));
       if (v == nullptr || remaining[v] != 1 || !in[i].defined()) continue;
-      auto it = live.find(v);
-      if (it == live.end() || it->second.storage() != in[i].storage()) continue;
+      auto holds = [&](const absl::flat_hash_map<const ir::Value*, Tensor>& map) {
+        auto it = map.find(v);
+        return it != map.end() && it->second.storage() == in[i].storage();
+      };
+      if (!holds(widened) && !holds(live)) continue;
       if (in[i].storage().use_count() != 2) continue;
       if (in[i].dtype() == dt && in[i].dims() == dims) return static_cast<int>(i);
     }
@@ -248,43 +253,85 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     return t;
   };
 
+  // The fp32 form of an fp16 value (the per-run one an op made, or a widened constant), or
+  // nullptr.
+  auto wide_form = [&](const ir::Value* v) -> const Tensor* {
+    if (v == nullptr) return nullptr;
+    if (auto w = widened.find(v); w != widened.end()) return &w->second;
+    if (auto c = widened_constants_.find(v); c != widened_constants_.end()) return &c->second;
+    return nullptr;
+  };
+  // `v` as the graph types it: an fp16 value that lives in its fp32 form only gets its fp16
+  // tensor now (exact: the values are fp16's), in the arena for `node` (nullptr: a graph output),
+  // kept for the readers after this one.
+  auto typed = [&](const ir::Node* node, const ir::Value* v) -> absl::StatusOr<Tensor> {
+    Tensor t = lookup(v);
+    if (t.defined() || v == nullptr) return t;
+    auto w = widened.find(v);
+    if (w == widened.end()) return t;
+    if (node == nullptr) {
+      t = NarrowFromF32(w->second, DType::kFloat16, options_.num_threads);
+    } else {
+      QCC_ASSIGN_OR_RETURN(t, allocate(*node, DType::kFloat16, w->second.dims(),
+                                       absl::StrCat("fp16 of '", v->name(), "'")));
+      ConvertF32ToF16(t.numel(), w->second.data<float>(), t.data<uint16_t>(), options_.num_threads);
+    }
+    if (remaining[v] > 0) live[v] = t;
+    return t;
+  };
+
   int32_t step = 0;
   for (const auto& node : graph_.nodes()) {
     memory->SetStep(step++);
     const OpEntry& entry = *registry_.Find(node->kind());
     const bool upcast = entry.float_policy == FloatPolicy::kComputeInF32;
+    // An op that moves elements without reading them runs on the fp32 forms when every fp16
+    // input has one (a graph input in fp16 has none until an fp32 op widens it).
+    bool move_wide = false;
+    if (entry.float_policy == FloatPolicy::kMovesElements) {
+      bool all = true;
+      for (const ir::Value* v : node->inputs()) {
+        if (v == nullptr) continue;
+        if (wide_form(v) != nullptr) {
+          move_wide = true;
+        } else if (const Tensor t = lookup(v); t.defined() && t.dtype() == DType::kFloat16) {
+          all = false;
+        }
+      }
+      move_wide = move_wide && all;
+    }
     std::vector<Tensor> in;
     std::vector<ir::TensorType> in_types;
     std::vector<const Tensor*> in_values;
-    in.reserve(node->num_inputs());
     for (const ir::Value* v : node->inputs()) {
-      Tensor t = lookup(v);
+      const Tensor* wide = upcast || move_wide ? wide_form(v) : nullptr;
+      if (wide != nullptr) {
+        in.push_back(*wide);
+        in_types.push_back(ir::TensorType(
+            DType::kFloat16, std::vector<ir::Dim>(wide->dims().begin(), wide->dims().end())));
+        continue;
+      }
+      QCC_ASSIGN_OR_RETURN(Tensor t, typed(node.get(), v));
       if (v != nullptr && !t.defined()) {
         return absl::InternalError(absl::StrCat("node '", node->name(), "': input '", v->name(),
                                                 "' has not been computed"));
       }
-      in.push_back(t);
-    }
-    for (const Tensor& t : in) {
       in_types.push_back(
           t.defined()
               ? ir::TensorType(t.dtype(), std::vector<ir::Dim>(t.dims().begin(), t.dims().end()))
               : ir::TensorType());
+      in.push_back(std::move(t));
     }
     for (const Tensor& t : in) in_values.push_back(t.defined() ? &t : nullptr);
     QCC_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types,
                          ir::InferNode(*node, in_types, in_values));
     if (upcast) {
       for (size_t i = 0; i < in.size(); ++i) {
-        if (!IsReducedFloat(in[i].dtype())) continue;
+        if (!in[i].defined() || !IsReducedFloat(in[i].dtype())) continue;
         const ir::Value* v = node->input(static_cast<int>(i));
-        if (auto c = widened_constants_.find(v); c != widened_constants_.end()) {
-          in[i] = c->second;
-        } else if (auto w = widened.find(v); w != widened.end()) {
-          in[i] = w->second;
-        } else if (in[i].dtype() == DType::kFloat16 && v != nullptr) {
-          // An fp16 value an op made in fp16 (data movement, a pool): widened once, into the
-          // arena, for this reader and the ones after it.
+        if (in[i].dtype() == DType::kFloat16 && v != nullptr && v->constant() == nullptr) {
+          // An fp16 value with no fp32 form yet (a graph input, or an op's that ran on fp16):
+          // widened once, into the arena, for this reader and the ones after it.
           QCC_ASSIGN_OR_RETURN(Tensor wide, allocate(*node, DType::kFloat32, in[i].dims(),
                                                      absl::StrCat("fp32 input ", i)));
           ConvertF16ToF32(in[i].numel(), in[i].data<uint16_t>(), wide.data<float>(),
@@ -304,7 +351,10 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
                                                 ir::OpName(node->kind()),
                                                 "): output shape could not be computed"));
       }
-      const DType dt = upcast && IsReducedFloat(tt.dtype) ? DType::kFloat32 : tt.dtype;
+      const DType dt =
+          (upcast && IsReducedFloat(tt.dtype)) || (move_wide && tt.dtype == DType::kFloat16)
+              ? DType::kFloat32
+              : tt.dtype;
       Dims dims = tt.StaticDims();
       const int reuse = i == 0 && entry.may_run_in_place ? in_place_input(*node, in, dt, dims) : -1;
       if (reuse >= 0) {
@@ -327,17 +377,22 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
       const ir::Value* v = node->output(static_cast<int>(i));
-      if (out[i].dtype() == DType::kFloat32 && out_types[i].dtype == DType::kFloat16 &&
-          remaining[v] > 0) {
-        // The fp16 tensor, then the fp32 result rounded to it in place for the fp32 readers.
-        const int64_t n = out[i].numel();
-        QCC_ASSIGN_OR_RETURN(Tensor half, allocate(*node, DType::kFloat16, out[i].dims(),
-                                                   absl::StrCat("fp16 output ", i)));
-        ConvertF32ToF16(n, out[i].data<float>(), half.data<uint16_t>(), options_.num_threads);
-        ConvertF16ToF32(n, half.data<uint16_t>(), out[i].data<float>(), options_.num_threads);
+      if (out[i].dtype() == DType::kFloat32 && out_types[i].dtype == DType::kFloat16) {
+        // An fp16 value in its fp32 form: an fp32 op's result rounded to fp16 in place (a
+        // mover's is already), its fp16 tensor made only for a reader that needs it.
+        if (remaining[v] == 0 && !options_.on_value) continue;
+        if (upcast) {
+          RoundF32ToF16InPlace(out[i].numel(), out[i].data<float>(), options_.num_threads);
+        }
         widened[v] = std::move(out[i]);
-        out[i] = std::move(half);
-      } else if (out[i].dtype() != out_types[i].dtype) {
+        if (options_.on_value) {
+          QCC_ASSIGN_OR_RETURN(const Tensor half, typed(node.get(), v));
+          options_.on_value(*v, half);
+        }
+        if (remaining[v] == 0) widened.erase(v);
+        continue;
+      }
+      if (out[i].dtype() != out_types[i].dtype) {
         out[i] = NarrowFromF32(out[i], out_types[i].dtype, options_.num_threads);
       }
       if (options_.on_value) options_.on_value(*v, out[i]);
@@ -354,7 +409,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
 
   std::vector<Tensor> results;
   for (const ir::Value* v : graph_.outputs()) {
-    Tensor t = lookup(v);
+    QCC_ASSIGN_OR_RETURN(Tensor t, typed(nullptr, v));
     if (!t.defined()) {
       return absl::InternalError(absl::StrCat("graph output '", v->name(), "' was not computed"));
     }

@@ -60,8 +60,12 @@ enum class FloatPolicy {
   /// The evaluator casts fp16/bf16 inputs to fp32, and fp32 results back to the inferred
   /// fp16/bf16 output type: the op only ever sees fp32 for float data.
   kComputeInF32,
-  /// The op sees the tensors as they are (data movement, Cast, Shape).
+  /// The op sees the tensors as they are (Cast, constants).
   kAsIs,
+  /// The op moves elements by the tensors' element size without reading them, or reads only
+  /// shapes (Reshape, Concat, Slice, Where, Shape): an fp16 value kept in fp32 between fp32 ops
+  /// moves as fp32 (the same values), so it is not narrowed to fp16 and widened again.
+  kMovesElements,
 };
 
 struct OpEntry {

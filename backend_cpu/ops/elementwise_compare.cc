@@ -87,7 +87,7 @@ void RegisterCompareOps(OpRegistry& registry) {
   registry.Add(OpKind::kOr, &RunLogic<OrFn>);
   registry.Add(OpKind::kXor, &RunLogic<XorFn>);
   // Where only moves bytes, so fp16 / bf16 data need no round trip through fp32.
-  registry.Add(OpKind::kWhere, &RunWhere, FloatPolicy::kAsIs);
+  registry.Add(OpKind::kWhere, &RunWhere, FloatPolicy::kMovesElements);
 }
 
 }  // namespace qcc::cpu::internal

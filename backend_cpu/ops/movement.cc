@@ -134,14 +134,15 @@ absl::Status RunRange(OpContext& ctx) {
 void RegisterMovementOps(OpRegistry& registry) {
   using ir::OpKind;
   constexpr FloatPolicy kAsIs = FloatPolicy::kAsIs;
-  registry.Add(OpKind::kReshape, RunView, kAsIs);
-  registry.Add(OpKind::kFlatten, RunView, kAsIs);
-  registry.Add(OpKind::kSqueeze, RunView, kAsIs);
-  registry.Add(OpKind::kUnsqueeze, RunView, kAsIs);
-  registry.Add(OpKind::kIdentity, RunView, kAsIs);
-  registry.Add(OpKind::kDropout, RunDropout, kAsIs);
-  registry.Add(OpKind::kShape, RunShape, kAsIs);
-  registry.Add(OpKind::kSize, RunSize, kAsIs);
+  constexpr FloatPolicy kMoves = FloatPolicy::kMovesElements;
+  registry.Add(OpKind::kReshape, RunView, kMoves);
+  registry.Add(OpKind::kFlatten, RunView, kMoves);
+  registry.Add(OpKind::kSqueeze, RunView, kMoves);
+  registry.Add(OpKind::kUnsqueeze, RunView, kMoves);
+  registry.Add(OpKind::kIdentity, RunView, kMoves);
+  registry.Add(OpKind::kDropout, RunDropout, kMoves);
+  registry.Add(OpKind::kShape, RunShape, kMoves);
+  registry.Add(OpKind::kSize, RunSize, kMoves);
   registry.Add(OpKind::kCast, RunCast, kAsIs);
   registry.Add(OpKind::kConstant, RunConstant, kAsIs);
   registry.Add(OpKind::kConstantOfShape, RunConstantOfShape, kAsIs);

@@ -1,6 +1,6 @@
 // CPU ops that move elements between positions: Transpose, Concat, Split, Slice, Pad, Gather,
 // Expand, Tile, DepthToSpace, SpaceToDepth. All work on raw bytes, so every element type
-// (fp16 included, registered kAsIs) moves without conversion.
+// (registered kMovesElements: an fp16 value kept in fp32 moves as fp32) moves without conversion.
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -192,17 +192,17 @@ absl::Status RunSpaceToDepth(OpContext& ctx) {
 
 void RegisterMovementIndexOps(OpRegistry& registry) {
   using ir::OpKind;
-  constexpr FloatPolicy kAsIs = FloatPolicy::kAsIs;
-  registry.Add(OpKind::kTranspose, RunTranspose, kAsIs);
-  registry.Add(OpKind::kConcat, RunConcat, kAsIs);
-  registry.Add(OpKind::kSplit, RunSplit, kAsIs);
-  registry.Add(OpKind::kSlice, RunSlice, kAsIs);
-  registry.Add(OpKind::kPad, RunPad, kAsIs);
-  registry.Add(OpKind::kGather, RunGather, kAsIs);
-  registry.Add(OpKind::kExpand, RunBroadcastCopy, kAsIs);
-  registry.Add(OpKind::kTile, RunBroadcastCopy, kAsIs);
-  registry.Add(OpKind::kDepthToSpace, RunDepthToSpace, kAsIs);
-  registry.Add(OpKind::kSpaceToDepth, RunSpaceToDepth, kAsIs);
+  constexpr FloatPolicy kMoves = FloatPolicy::kMovesElements;
+  registry.Add(OpKind::kTranspose, RunTranspose, kMoves);
+  registry.Add(OpKind::kConcat, RunConcat, kMoves);
+  registry.Add(OpKind::kSplit, RunSplit, kMoves);
+  registry.Add(OpKind::kSlice, RunSlice, kMoves);
+  registry.Add(OpKind::kPad, RunPad, kMoves);
+  registry.Add(OpKind::kGather, RunGather, kMoves);
+  registry.Add(OpKind::kExpand, RunBroadcastCopy, kMoves);
+  registry.Add(OpKind::kTile, RunBroadcastCopy, kMoves);
+  registry.Add(OpKind::kDepthToSpace, RunDepthToSpace, kMoves);
+  registry.Add(OpKind::kSpaceToDepth, RunSpaceToDepth, kMoves);
 }
 
 }  // namespace qcc::cpu

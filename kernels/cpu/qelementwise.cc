@@ -176,6 +176,22 @@ QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
   });
 }
 
+/// F16ToF32Avx512(F32ToF16Avx512(x)) in registers: vcvtps2ph then vcvtph2ps (exact for every
+/// fp16 value), and a NaN lane becomes what the two give it, the quiet NaN of its sign with no
+/// payload (0x7e00 widened).
+QCC_AVX512_INT8 void RoundToHalfAvx512(int64_t n, float* x) {
+  const __m512i sign_bit = _mm512_set1_epi32(static_cast<int>(0x80000000u)),
+                quiet_nan = _mm512_set1_epi32(0x7fc00000);
+  ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i nan_bits =
+        _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign_bit), quiet_nan);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(nan_bits)));
+  });
+}
+
 // The AVX2 forms of the four kernels above: 8 lanes, the same fp32 operations in the same order
 // (QCC_AVX2_INT8 has no FMA, so no product is ever fused), the last n % 8 elements through the
 // scalar references. vminps/vmaxps return their second operand on NaN, so NaN lanes are zeroed
@@ -508,6 +524,25 @@ void ConvertF16ToF32(int64_t n, const uint16_t* x, float* y, int num_threads) {
     if (fast) return F16ToF32Avx512(end - begin, x + begin, y + begin);
     if (avx2) return F16ToF32Avx2(end - begin, x + begin, y + begin);
     ConvertF16ToF32Reference(end - begin, x + begin, y + begin);
+  });
+}
+
+void RoundF32ToF16InPlace(int64_t n, float* x, int num_threads) {
+  const bool fast = CpuHasAvx512Int8(), avx2 = Cpu().avx2 && Cpu().f16c;
+  RunElements(num_threads, n, [&](int64_t begin, int64_t end) {
+    if (fast) return RoundToHalfAvx512(end - begin, x + begin);
+    constexpr int64_t kChunk = 2048;  // 4 KiB of fp16 on the stack, in L1 between the passes
+    uint16_t half[kChunk];
+    for (int64_t i = begin; i < end; i += kChunk) {
+      const int64_t m = std::min(kChunk, end - i);
+      if (avx2) {
+        F32ToF16Avx2(m, x + i, half);
+        F16ToF32Avx2(m, half, x + i);
+      } else {
+        ConvertF32ToF16Reference(m, x + i, half);
+        ConvertF16ToF32Reference(m, half, x + i);
+      }
+    }
   });
 }
 

@@ -90,6 +90,10 @@ void ConvertF32ToF16Reference(int64_t n, const float* x, uint16_t* y);
 void ConvertF16ToF32(int64_t n, const uint16_t* x, float* y, int num_threads);
 void ConvertF16ToF32Reference(int64_t n, const uint16_t* x, float* y);
 
+/// x[i] = HalfToFloat(FloatToHalf(x[i])) in place: the fp32 values of an fp16 tensor without
+/// writing the tensor (ConvertF32ToF16, then ConvertF16ToF32, through a small buffer).
+void RoundF32ToF16InPlace(int64_t n, float* x, int num_threads);
+
 }  // namespace qcc::cpu
 
 #endif  // QCC_KERNELS_CPU_QELEMENTWISE_H_

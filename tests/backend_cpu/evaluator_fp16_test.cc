@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "backend_cpu/evaluator.h"
+#include "ir/attrs.h"
 #include "ir/shape_inference.h"
 #include "support/float16.h"
 #include "support/tensor.h"
@@ -77,6 +80,96 @@ TEST(EvaluatorFp16Test, EachOpRoundsToFp16AndTheWidenedWeightsServeEveryRun) {
     const uint16_t* got = (*y)[0].data<uint16_t>();
     EXPECT_TRUE(std::equal(want.begin(), want.end(), got)) << "run " << run;
   }
+}
+
+TEST(EvaluatorFp16Test, MoversBetweenFp32OpsGiveTheFp16TensorsBitForBit) {
+  // fp16 values stay in fp32 between ops: a mover (Transpose, Pad with an fp16 fill, Where,
+  // Reshape, Concat) runs on those forms, or on fp16 tensors where an input has none (the graph
+  // input y). Every output, and every value on_value sees, must be the fp16 tensor the model's
+  // types give: m = f16(x * c), then pure moves of those values.
+  ir::Graph g;
+  g.set_opset(17);
+  const std::vector<uint16_t> xh = {FloatToHalf(1.1f), FloatToHalf(2.3f), FloatToHalf(-3.7f),
+                                    FloatToHalf(4.9f), FloatToHalf(0.3f), FloatToHalf(-7.1f)};
+  const std::vector<uint16_t> ch = {FloatToHalf(3.3f), FloatToHalf(1.7f), FloatToHalf(0.9f)};
+  const std::vector<uint16_t> yh = {FloatToHalf(9.5f), FloatToHalf(-1.25f), FloatToHalf(0.1f),
+                                    FloatToHalf(6.0f), FloatToHalf(7.0f),   FloatToHalf(8.0f)};
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat16, {2, 3}));
+  ir::Value* y = g.AddInput("y", ir::TensorType(DType::kFloat16, {3, 2}));
+  ir::Value* c = g.NewConstant("c", Tensor::FromVector<uint16_t>(DType::kFloat16, {3}, ch));
+  ir::Value* m = g.AddNode(ir::OpKind::kMul, "mul", {x, c}, {"m"})->output(0);
+  ir::Node* tn = g.AddNode(ir::OpKind::kTranspose, "t", {m}, {"t"});
+  tn->set_attrs(ir::TransposeAttrs{{1, 0}});
+  ir::Node* cat = g.AddNode(ir::OpKind::kConcat, "cat", {tn->output(0), y}, {"cat"});
+  cat->set_attrs(ir::AxisAttrs{0});
+  ir::Value* pads =
+      g.NewConstant("pads", Tensor::FromVector<int64_t>(DType::kInt64, {4}, {0, 1, 0, 1}));
+  ir::Value* fill =
+      g.NewConstant("fill", Tensor::FromVector<uint16_t>(DType::kFloat16, {}, {FloatToHalf(2.5f)}));
+  ir::Value* p = g.AddNode(ir::OpKind::kPad, "pad", {tn->output(0), pads, fill}, {"p"})->output(0);
+  ir::Value* neg = g.AddNode(ir::OpKind::kNeg, "neg", {p}, {"n"})->output(0);
+  std::vector<uint8_t> cond_bits(12);
+  for (int i = 0; i < 12; ++i) cond_bits[i] = i % 3 == 0;
+  ir::Value* cond =
+      g.NewConstant("cond", Tensor::FromVector<uint8_t>(DType::kBool, {3, 4}, cond_bits));
+  ir::Value* w = g.AddNode(ir::OpKind::kWhere, "where", {cond, p, neg}, {"w"})->output(0);
+  ir::Value* shape = g.NewConstant("shape", Tensor::FromVector<int64_t>(DType::kInt64, {1}, {6}));
+  ir::Value* flat = g.AddNode(ir::OpKind::kReshape, "flat", {m, shape}, {"flat"})->output(0);
+  g.AddOutput(cat->output(0));
+  g.AddOutput(w);
+  g.AddOutput(flat);
+  ASSERT_TRUE(ir::InferShapes(g).ok());
+
+  std::vector<uint16_t> mh(6), th(6);
+  for (int i = 0; i < 6; ++i) {
+    mh[i] = FloatToHalf(HalfToFloat(xh[i]) * HalfToFloat(ch[i % 3]));
+  }
+  for (int r = 0; r < 3; ++r) {
+    for (int k = 0; k < 2; ++k) th[r * 2 + k] = mh[k * 3 + r];
+  }
+  std::vector<uint16_t> want_cat = th;
+  want_cat.insert(want_cat.end(), yh.begin(), yh.end());
+  std::vector<uint16_t> want_p(12), want_w(12);
+  for (int r = 0; r < 3; ++r) {
+    for (int k = 0; k < 4; ++k) {
+      want_p[r * 4 + k] = k == 0 || k == 3 ? FloatToHalf(2.5f) : th[r * 2 + k - 1];
+    }
+  }
+  for (int i = 0; i < 12; ++i) {
+    want_w[i] = cond_bits[i] ? want_p[i] : static_cast<uint16_t>(want_p[i] ^ 0x8000);
+  }
+
+  std::map<std::string, std::vector<uint16_t>> seen;
+  for (bool observed : {false, true}) {
+    cpu::EvalOptions options;
+    options.num_threads = 1;
+    if (observed) {
+      options.on_value = [&](const ir::Value& v, const Tensor& t) {
+        if (t.dtype() != DType::kFloat16) return;
+        seen[v.name()].assign(t.data<uint16_t>(), t.data<uint16_t>() + t.numel());
+      };
+    }
+    auto ev = cpu::Evaluator::Create(g, options);
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    for (int run = 0; run < 2; ++run) {  // the second run on the arena
+      auto out = (*ev)->Run({Tensor::FromVector<uint16_t>(DType::kFloat16, {2, 3}, xh),
+                             Tensor::FromVector<uint16_t>(DType::kFloat16, {3, 2}, yh)});
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->size(), 3u);
+      for (const Tensor& t : *out) ASSERT_EQ(t.dtype(), DType::kFloat16);
+      auto halves = [](const Tensor& t) {
+        return std::vector<uint16_t>(t.data<uint16_t>(), t.data<uint16_t>() + t.numel());
+      };
+      EXPECT_EQ(halves((*out)[0]), want_cat) << "observed " << observed << ", run " << run;
+      EXPECT_EQ(halves((*out)[1]), want_w) << "observed " << observed << ", run " << run;
+      EXPECT_EQ(halves((*out)[2]), mh) << "observed " << observed << ", run " << run;
+    }
+  }
+  // on_value saw the fp16 tensors of the fp32 op's output and of the movers' outputs.
+  EXPECT_EQ(seen["m"], mh);
+  EXPECT_EQ(seen["t"], th);
+  EXPECT_EQ(seen["p"], want_p);
+  EXPECT_EQ(seen["w"], want_w);
 }
 
 }  // namespace

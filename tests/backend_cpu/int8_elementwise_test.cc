@@ -281,6 +281,45 @@ TEST(Fp16ConvertTest, FastPathMatchesReference) {
   }
 }
 
+TEST(Fp16ConvertTest, RoundInPlaceIsTheRoundTripOnEveryPath) {
+  // RoundF32ToF16InPlace must give widen(narrow(x)) bit for bit: ties, overflow to inf, fp16
+  // subnormals, fp32 subnormals, signed zeros and NaN payloads (each becomes the quiet NaN of its
+  // sign), on the scalar reference, then whichever vector path this CPU picks.
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<uint32_t> bits;
+  std::uniform_int_distribution<int> exp(90, 145);
+  std::vector<float> x = {65519.0f,
+                          65520.0f,
+                          -65536.0f,
+                          0x1p-25f,
+                          0x1.8p-24f,
+                          0x1p-130f,
+                          -0.0f,
+                          BitCast<float>(0x7f800001u),
+                          BitCast<float>(0xffc12345u),
+                          1.0f + 0x1p-11f};
+  for (int i = 0; i < 100000; ++i) {
+    const uint32_t b = bits(rng);
+    x.push_back(BitCast<float>(i % 3 ? (b & 0x807fffffu) | (uint32_t(exp(rng)) << 23) : b));
+  }
+  for (int64_t n : {int64_t{7}, int64_t{16}, int64_t{33}, static_cast<int64_t>(x.size())}) {
+    std::vector<uint16_t> half(n);
+    std::vector<float> want(n);
+    ConvertF32ToF16Reference(n, x.data(), half.data());
+    ConvertF16ToF32Reference(n, half.data(), want.data());
+    if (n > 8) {
+      EXPECT_EQ(Bits(want[1]), 0x7f800000u);  // 65520: a tie, to even, which is inf
+      EXPECT_EQ(Bits(want[7]), 0x7fc00000u);  // a signalling NaN's payload is gone
+    }
+    for (int threads : {1, 2}) {
+      std::vector<float> got(x.begin(), x.begin() + n);
+      RoundF32ToF16InPlace(n, got.data(), threads);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), n * sizeof(float)))
+          << "n = " << n << ", threads = " << threads;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qcc::cpu
 
