@@ -84,41 +84,118 @@ QCC_AVX512_POOL_F32 inline __m512 TapsX16(const float* at, int64_t sx, __mmask16
   return EvenFloats(at, span);
 }
 
-/// The max over a window of ky_taps rows (`w` apart) and kw columns, for the outputs whose
-/// first taps TapsX16 reads at `first`, each from its first tap in the scalar loop's order.
-QCC_AVX512_POOL_F32 inline __m512 MaxOfTaps(const float* first, int64_t ky_taps, int64_t kw,
-                                            int64_t w, int64_t sx, __mmask16 lanes,
-                                            SpanMasks span) {
-  __m512 best = TapsX16(first, sx, lanes, span);
-  for (int64_t ky = 0; ky < ky_taps; ++ky) {
-    for (int64_t kx = 0; kx < kw; ++kx) {
-      best = _mm512_max_ps(TapsX16(first + ky * w + kx, sx, lanes, span), best);
-    }
+/// Per input row of one plane, the max over each output's taps in that row (MaxPlaneAvx512).
+struct RowMaxima {
+  std::vector<float> h;           // [row][vector][16]
+  std::vector<__mmask16> nan_at;  // [row][vector]: the lanes whose first tap in the row is NaN
+};
+
+/// The taps kx of 16 outputs `sx` (1 or 2) apart from `first` (lane j: first[sx j + kx]), by
+/// plain loads, which read up to first[30 + kw] (stride 1: first[14 + kw]), past the last
+/// lane's last tap: the caller keeps that inside the input. Their max is taken as the scalar
+/// loop would from the lowest float, so NaN never wins. Stride 2: one pair of loads split into
+/// even and odd floats gives taps 0 and 1, and tap 2 is the even floats moved down a lane with
+/// first[32] after them. `t0` gets tap 0.
+QCC_AVX512_POOL_F32 inline __m512 RowMax(const float* first, int64_t sx, int64_t kw, __m512& t0) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  if (sx == 1) {
+    t0 = _mm512_loadu_ps(first);
+    __m512 best = _mm512_max_ps(t0, lowest);
+    for (int64_t kx = 1; kx < kw; ++kx) best = _mm512_max_ps(_mm512_loadu_ps(first + kx), best);
+    return best;
+  }
+  const __m512 a = _mm512_loadu_ps(first), b = _mm512_loadu_ps(first + 16);
+  t0 = _mm512_permutex2var_ps(a, even, b);
+  __m512 best = _mm512_max_ps(t0, lowest);
+  if (kw > 1) best = _mm512_max_ps(_mm512_permutex2var_ps(a, odd, b), best);
+  if (kw > 2) {
+    const __m512 next = _mm512_set1_ps(first[32]);
+    const __m512 t2 = _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(next), _mm512_castps_si512(t0), 1));
+    best = _mm512_max_ps(t2, best);
+  }
+  for (int64_t kx = 3; kx < kw; ++kx) {
+    const __m512 t =
+        _mm512_permutex2var_ps(_mm512_loadu_ps(first + kx), even, _mm512_loadu_ps(first + kx + 16));
+    best = _mm512_max_ps(t, best);
   }
   return best;
 }
 
-/// Outputs [ox0, ox1) of one output row of a 2-D max pool (dilation 1, stride 1 or 2) whose
-/// windows lie inside the row in x, 16 at a time (the last 1..15 on masked loads): lane j scans
-/// the taps of output ox0 + j in the scalar loop's order, starting from its first tap, and
-/// _mm512_max_ps(v, best) is `v > best ? v : best` (MAXPS returns its second operand on NaN and
-/// on equal values), so every lane gives the scalar loop's bits.
-QCC_AVX512_POOL_F32 void MaxPoolRowAvx512(const PoolF32Params& p, const float* plane, int64_t iy0,
-                                          int64_t ky_taps, int64_t ox0, int64_t ox1,
-                                          int64_t start_x0, float* y) {
+/// Outputs [ox0, ox1) of every output row of one plane (2-D, dilation 1, stride 1 or 2, windows
+/// whole in x; the rows with a tap inside y), from maxima per input row that the output rows
+/// reading that row share (3 x 3 stride 2: 6 row maxima per output vector, not 9 taps). Loads
+/// are plain (masked loads in a stream cost several times more here) except where one would
+/// pass `end`, the input's end: those vectors read through masks.
+///
+/// Bits: the scalar loop takes the window's first tap, then each later tap that is greater: the
+/// earliest of the greatest non-NaN taps (a +0 before a -0 stays +0), or the first tap itself
+/// when that is NaN. Folding each row from the lowest float with `t > best ? t : best`
+/// (_mm512_max_ps(t, best)), then the rows in order the same way, gives the earliest greatest
+/// non-NaN tap: NaN never replaces, and a later equal never replaces. The lanes whose first tap
+/// is NaN then take that tap.
+QCC_AVX512_POOL_F32 void MaxPlaneAvx512(const PoolF32Params& p, const WindowTable& table,
+                                        const float* plane, const float* end, int64_t ox0,
+                                        int64_t ox1, float* yp, RowMaxima& scratch) {
   const int64_t kw = p.kernel[2], sx = p.stride[2], w = p.in[2];
-  int64_t ox = ox0;
-  // Whole vectors with the masks as constants (plain loads), then the last 1..15 outputs.
-  for (; ox + 16 <= ox1; ox += 16) {
-    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;  // lane 0's first tap
-    _mm512_storeu_ps(y + ox, MaxOfTaps(first, ky_taps, kw, w, sx, 0xFFFF, SpanMasksOf(31)));
+  const int64_t n = ox1 - ox0, vectors = (n + 15) / 16;
+  const int64_t reach = sx == 1 ? 15 + kw : 31 + kw;   // floats RowMax reads from `first`
+  const float* column0 = plane + table.start[2][ox0];  // output ox0's first tap in row 0
+  int64_t row_lo = p.in[1], row_hi = -1;
+  for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+    if (table.k0[1][oy] >= table.k1[1][oy]) continue;
+    row_lo = std::min(row_lo, table.start[1][oy] + table.k0[1][oy]);
+    row_hi = std::max(row_hi, table.start[1][oy] + table.k1[1][oy] - 1);
   }
-  if (ox < ox1) {
-    const int64_t n = ox1 - ox;
-    const float* first = plane + iy0 * w + start_x0 + (ox - ox0) * sx;
-    _mm512_mask_storeu_ps(y + ox, LowBits16(n),
-                          MaxOfTaps(first, ky_taps, kw, w, sx, LowBits16(n),
-                                    SpanMasksOf((n - 1) * sx + 1)));  // lane n-1's float
+  if (row_hi < row_lo) return;
+  scratch.h.resize((row_hi - row_lo + 1) * vectors * 16);
+  scratch.nan_at.resize((row_hi - row_lo + 1) * vectors);
+  // Tap kx of the `m` outputs of vector v in row iy through masks: nothing read past the last
+  // output's taps.
+  auto masked_taps = [&](int64_t iy, int64_t v, int64_t kx) QCC_AVX512_POOL_F32 {
+    const int64_t m = std::min<int64_t>(16, n - v * 16);
+    return TapsX16(column0 + iy * w + v * 16 * sx + kx, sx, LowBits16(m),
+                   SpanMasksOf((m - 1) * sx + 1));
+  };
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t iy = row_lo; iy <= row_hi; ++iy) {
+    float* h = scratch.h.data() + (iy - row_lo) * vectors * 16;
+    __mmask16* nan_at = scratch.nan_at.data() + (iy - row_lo) * vectors;
+    for (int64_t v = 0; v < vectors; ++v) {
+      const float* first = column0 + iy * w + v * 16 * sx;
+      __m512 t0, best;
+      if (first + reach <= end) {
+        best = RowMax(first, sx, kw, t0);
+      } else {
+        t0 = masked_taps(iy, v, 0);
+        best = _mm512_max_ps(t0, lowest);
+        for (int64_t kx = 1; kx < kw; ++kx) best = _mm512_max_ps(masked_taps(iy, v, kx), best);
+      }
+      nan_at[v] = _mm512_cmp_ps_mask(t0, t0, _CMP_UNORD_Q) & LowBits16(n - v * 16);
+      _mm512_storeu_ps(h + v * 16, best);
+    }
+  }
+  for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+    const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
+    if (ky0 >= ky1) continue;
+    const int64_t iy0 = table.start[1][oy] + ky0;
+    const float* h0 = scratch.h.data() + (iy0 - row_lo) * vectors * 16;
+    float* yr = yp + oy * p.out[2] + ox0;
+    for (int64_t v = 0; v < vectors; ++v) {
+      __m512 best = _mm512_loadu_ps(h0 + v * 16);
+      for (int64_t ky = 1; ky < ky1 - ky0; ++ky) {
+        best = _mm512_max_ps(_mm512_loadu_ps(h0 + (ky * vectors + v) * 16), best);
+      }
+      const __mmask16 nan = scratch.nan_at[(iy0 - row_lo) * vectors + v];
+      if (nan != 0) best = _mm512_mask_mov_ps(best, nan, masked_taps(iy0, v, 0));
+      if (v * 16 + 16 <= n) {
+        _mm512_storeu_ps(yr + v * 16, best);
+      } else {
+        _mm512_mask_storeu_ps(yr + v * 16, LowBits16(n - v * 16), best);
+      }
+    }
   }
 }
 
@@ -144,8 +221,9 @@ QCC_AVX2_POOL_F32 inline __m256 TapsX8(const float* at, int64_t sx, int64_t tail
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(mixed), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-/// MaxPoolRowAvx512 with AVX2: 8 outputs at a time, the last 1..7 through masked loads and a
-/// masked store. _mm256_max_ps(v, best) is `v > best ? v : best`, as MAXPS is at every width.
+/// The outputs [ox0, ox1) of one output row whose windows lie inside the row in x (2-D,
+/// dilation 1, stride 1 or 2) with AVX2: 8 outputs at a time, the last 1..7 through masked loads
+/// and a masked store. _mm256_max_ps(v, best) is `v > best ? v : best`, as MAXPS is at every width.
 QCC_AVX2_POOL_F32 void MaxPoolRowAvx2(const PoolF32Params& p, const float* plane, int64_t iy0,
                                       int64_t ky_taps, int64_t ox0, int64_t ox1, int64_t start_x0,
                                       float* y) {
@@ -222,13 +300,34 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
   // Rows prefetched ahead: about 2 KiB of input.
   const int64_t ahead =
       std::max<int64_t>(1, 2048 / (std::max<int64_t>(1, p.stride[1] * p.in[2]) * 4));
+  const float* x_end = x + p.planes * in_sp;
   NnParallelFor(p.num_threads, p.planes, out_sp * kvol, [&](int64_t begin, int64_t end) {
+    RowMaxima row_maxima;
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* xp = x + plane * in_sp;
       float* yp = y + plane * out_sp;
+      if (indices == nullptr && fast_rows && Cpu().avx512f) {
+        // The outputs whose windows are whole in x from row maxima (MaxPlaneAvx512), the rest
+        // through the scalar loop.
+        if (whole_begin < whole_end) {
+          MaxPlaneAvx512(p, table, xp, x_end, whole_begin, whole_end, yp, row_maxima);
+        }
+        for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+          float* yr = yp + oy * p.out[2];
+          if (table.k0[1][oy] >= table.k1[1][oy]) {
+            for (int64_t o = 0; o < p.out[2]; ++o) yr[o] = std::numeric_limits<float>::lowest();
+            continue;
+          }
+          for (int64_t o = 0; o < whole_begin; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+          for (int64_t o = whole_end; o < p.out[2]; ++o) {
+            yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
+          }
+        }
+        continue;
+      }
       if (indices == nullptr && fast_rows) {
-        // 2-D, dilation 1, stride 1 or 2: the outputs whose windows are whole in x go 16 at a
-        // time (MaxPoolRowAvx512; MaxPoolRowAvx2: 8), the rest through the scalar loop below.
+        // AVX2: the outputs whose windows are whole in x go 8 at a time (MaxPoolRowAvx2), the
+        // rest through the scalar loop below.
         for (int64_t oy = 0; oy < p.out[1]; ++oy) {
           float* yr = yp + oy * p.out[2];
           const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
@@ -241,9 +340,8 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
           PrefetchLines<1>(yp, (oy + ahead) * p.out[2], p.out[2]);
           if (ky0 < ky1) {
             if (whole_begin < whole_end) {
-              (Cpu().avx512f ? MaxPoolRowAvx512 : MaxPoolRowAvx2)(p, xp, table.start[1][oy] + ky0,
-                                                                  ky1 - ky0, whole_begin, whole_end,
-                                                                  table.start[2][whole_begin], yr);
+              MaxPoolRowAvx2(p, xp, table.start[1][oy] + ky0, ky1 - ky0, whole_begin, whole_end,
+                             table.start[2][whole_begin], yr);
             }
             for (int64_t o = 0; o < whole_begin; ++o) yr[o] = MaxOfWindow(p, xp, table, 0, oy, o);
             for (int64_t o = whole_end; o < p.out[2]; ++o) {

@@ -207,7 +207,7 @@ TEST(NnPoolTest, WideRowsMatchTheScalarRuleBitForBit) {
   const float values[] = {-0.0f, 0.0f, 1.5f, -2.0f, nan, 1.5f, 0.0f, -0.0f, 3.25f, -7.0f, 2.0f};
   for (int64_t width : {7, 8, 9, 16, 17, 31, 40, 113}) {
     for (int64_t stride : {1, 2}) {
-      for (int64_t k : {2, 3}) {
+      for (int64_t k : {2, 3, 5}) {
         for (int64_t pad : {0, 1}) {
           cpu::PoolF32Params p;
           p.planes = 3;
