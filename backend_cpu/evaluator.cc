@@ -238,18 +238,23 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     return it == live.end() ? Tensor() : it->second;
   };
 
-  // A tensor in the arena for `node`'s `what` ("output 0 f32[...]"), checked against the memory
-  // cap before it is allocated: a model may ask for any size (InferNode refused overflows).
+  // A tensor in the arena for what `what()` names of `node` ("output 0 f32[...]"), checked
+  // against the memory cap before it is allocated: a model may ask for any size (InferNode
+  // refused overflows). The names are built only for an error (they were a tenth of a small
+  // model's time in this function).
   auto allocate = [&](const ir::Node& node, DType dt, Dims dims,
-                      absl::string_view what) -> absl::StatusOr<Tensor> {
-    const std::string where =
-        absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), "): ", what);
-    QCC_RETURN_IF_ERROR(CheckMemory(DenseBytes(dt, dims).value_or(UINT64_MAX),
-                                    static_cast<uint64_t>(memory->held()), options_.max_memory,
-                                    where));
+                      const auto& what) -> absl::StatusOr<Tensor> {
+    auto where = [&] {
+      return absl::StrCat("node '", node.name(), "' (", ir::OpName(node.kind()), "): ", what());
+    };
+    const uint64_t bytes = DenseBytes(dt, dims).value_or(UINT64_MAX);
+    const uint64_t held = static_cast<uint64_t>(memory->held());
+    if (!CheckMemory(bytes, held, options_.max_memory, "").ok()) {
+      return CheckMemory(bytes, held, options_.max_memory, where());
+    }
     absl::StatusOr<Tensor> t = memory->Allocate(dt, std::move(dims));
     if (!t.ok())
-      return absl::ResourceExhaustedError(absl::StrCat(where, ": ", t.status().message()));
+      return absl::ResourceExhaustedError(absl::StrCat(where(), ": ", t.status().message()));
     return t;
   };
 
@@ -273,7 +278,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       t = NarrowFromF32(w->second, DType::kFloat16, options_.num_threads);
     } else {
       QCC_ASSIGN_OR_RETURN(t, allocate(*node, DType::kFloat16, w->second.dims(),
-                                       absl::StrCat("fp16 of '", v->name(), "'")));
+                                       [&] { return absl::StrCat("fp16 of '", v->name(), "'"); }));
       ConvertF32ToF16(t.numel(), w->second.data<float>(), t.data<uint16_t>(), options_.num_threads);
     }
     if (remaining[v] > 0) live[v] = t;
@@ -332,8 +337,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
         if (in[i].dtype() == DType::kFloat16 && v != nullptr && v->constant() == nullptr) {
           // An fp16 value with no fp32 form yet (a graph input, or an op's that ran on fp16):
           // widened once, into the arena, for this reader and the ones after it.
-          QCC_ASSIGN_OR_RETURN(Tensor wide, allocate(*node, DType::kFloat32, in[i].dims(),
-                                                     absl::StrCat("fp32 input ", i)));
+          QCC_ASSIGN_OR_RETURN(Tensor wide, allocate(*node, DType::kFloat32, in[i].dims(), [&] {
+                                 return absl::StrCat("fp32 input ", i);
+                               }));
           ConvertF16ToF32(in[i].numel(), in[i].data<uint16_t>(), wide.data<float>(),
                           options_.num_threads);
           in[i] = widened[v] = std::move(wide);
@@ -361,7 +367,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
         out.push_back(Tensor(dt, std::move(dims), in[reuse].storage()));
         continue;
       }
-      const std::string what = absl::StrCat("output ", i, " ", DTypeName(dt), DimsToString(dims));
+      auto what = [&] {
+        return absl::StrCat("output ", i, " ", DTypeName(dt), DimsToString(tt.StaticDims()));
+      };
       QCC_ASSIGN_OR_RETURN(Tensor t, allocate(*node, dt, std::move(dims), what));
       out.push_back(std::move(t));
     }

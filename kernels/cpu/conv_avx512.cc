@@ -369,30 +369,29 @@ void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, TapLoad* t
     const int64_t first[3] = {qh / (oh * ow), qh / ow % oh, qh % ow};  // lane 0's output
     // Per axis and kernel offset, the lanes whose input coordinate lies inside x.
     uint32_t axis_mask[3][kMaxImplicitTaps] = {};
-    if (first[2] + lanes <= ow) {
-      // The half lies in one row: depth and height are lane 0's, width a range of lanes.
-      const uint32_t all = lanes == 16 ? 0xFFFFu : (1u << lanes) - 1;
+    // The half's lanes run along output rows: a segment of lanes per row shares its depth and
+    // height, and its width is a range, so each axis and kernel offset gets a range of lanes
+    // per segment (lane by lane with divisions, this was most of mnist-8's 5 x 5 convolutions).
+    int64_t pos[3] = {first[0], first[1], first[2]};
+    for (int64_t l = 0; l < lanes;) {
+      const int64_t seg = std::min(lanes - l, ow - pos[2]);
+      const uint32_t bits = ((1u << seg) - 1) << l;
       for (int a = 0; a < 2; ++a) {
         for (int64_t k = 0; k < p.kernel[a]; ++k) {
-          const int64_t i = first[a] - p.pad[a] + k * p.dilation[a];
-          axis_mask[a][k] = i >= 0 && i < p.in[a] ? all : 0;
+          const int64_t i = pos[a] - p.pad[a] + k * p.dilation[a];
+          if (i >= 0 && i < p.in[a]) axis_mask[a][k] |= bits;
         }
       }
       for (int64_t k = 0; k < p.kernel[2]; ++k) {
-        const int64_t ix = first[2] - p.pad[2] + k * p.dilation[2];
-        const int64_t lo = std::max<int64_t>(0, -ix), hi = std::min<int64_t>(lanes, p.in[2] - ix);
-        axis_mask[2][k] = lo < hi ? ((1u << hi) - 1) & ~((1u << lo) - 1) : 0;
+        const int64_t ix = pos[2] - p.pad[2] + k * p.dilation[2];
+        const int64_t lo = std::max<int64_t>(0, -ix), hi = std::min<int64_t>(seg, p.in[2] - ix);
+        if (lo < hi) axis_mask[2][k] |= (((1u << hi) - 1) & ~((1u << lo) - 1)) << l;
       }
-    } else {
-      for (int64_t l = 0; l < lanes; ++l) {
-        const int64_t o = qh + l;
-        const int64_t pos[3] = {o / (oh * ow), o / ow % oh, o % ow};
-        for (int a = 0; a < 3; ++a) {
-          for (int64_t k = 0; k < p.kernel[a]; ++k) {
-            const int64_t i = pos[a] - p.pad[a] + k * p.dilation[a];
-            if (i >= 0 && i < p.in[a]) axis_mask[a][k] |= 1u << l;
-          }
-        }
+      l += seg;
+      pos[2] = 0;
+      if (++pos[1] == oh) {
+        pos[1] = 0;
+        ++pos[0];
       }
     }
     int64_t t = 0;
