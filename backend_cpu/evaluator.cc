@@ -2,10 +2,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/printer.h"
 #include "ir/shape_fns/nn_window.h"
@@ -67,6 +69,23 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
       }
     }
     if (node->kind() == ir::OpKind::kConv) PackConvWeights(*node);
+  }
+  absl::flat_hash_set<const ir::Value*> graph_outputs(graph_.outputs().begin(),
+                                                      graph_.outputs().end());
+  for (const auto& node : graph_.nodes()) {
+    if (node->kind() != ir::OpKind::kConcat) continue;
+    for (int i = 0; i < node->num_inputs(); ++i) {
+      const ir::Value* v = node->input(i);
+      if (v == nullptr || v->producer() == nullptr || graph_outputs.contains(v)) continue;
+      // Read by this Concat once, and otherwise only by calibration taps (Observe), which
+      // read it where it is.
+      int other_reads = 0;
+      for (const ir::Use& use : v->uses()) {
+        other_reads += use.node != node.get() && use.node->kind() != ir::OpKind::kObserve;
+        other_reads += use.node == node.get() && use.index != i;
+      }
+      if (other_reads == 0) concat_slots_.emplace(v, ConcatSlot{node.get(), i});
+    }
   }
 }
 
@@ -144,13 +163,13 @@ absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& gr
   return ev;
 }
 
-absl::Status Evaluator::CheckInputs(absl::Span<const Tensor> inputs) const {
+absl::Status Evaluator::CheckInputs(absl::Span<const Tensor> inputs,
+                                    absl::flat_hash_map<ir::Dim, int64_t>& symbols) const {
   const auto& graph_inputs = graph_.inputs();
   if (inputs.size() != graph_inputs.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model takes ", graph_inputs.size(), " inputs, got ", inputs.size()));
   }
-  absl::flat_hash_map<ir::Dim, int64_t> symbols;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = *graph_inputs[i];
     const Tensor& t = inputs[i];
@@ -191,7 +210,8 @@ bool PoisonRequested() {
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inputs) const {
-  QCC_RETURN_IF_ERROR(CheckInputs(inputs));
+  absl::flat_hash_map<ir::Dim, int64_t> symbols;
+  QCC_RETURN_IF_ERROR(CheckInputs(inputs, symbols));
 
   // Remaining uses per value, so intermediate tensors are freed as soon as they are dead.
   std::vector<Dims> input_dims;
@@ -256,6 +276,89 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     if (!t.ok())
       return absl::ResourceExhaustedError(absl::StrCat(where(), ": ", t.status().message()));
     return t;
+  };
+
+  // Concats computed in place (concat_slots_): the output of each, allocated when the first of
+  // its inputs is computed, and where each input's elements go in it.
+  struct ConcatPlace {
+    bool usable = false;
+    Dims out_dims;
+    std::vector<Dims> in_dims;
+    std::vector<int64_t> offset;  // elements of the output before input i's
+    Tensor buffer;
+  };
+  absl::flat_hash_map<const ir::Node*, ConcatPlace> concat_places;
+  // `type`'s extents in this run (its symbols bound by the inputs), or nullopt.
+  auto extents = [&](const ir::TensorType& type) -> std::optional<Dims> {
+    if (!type.has_rank()) return std::nullopt;
+    Dims dims;
+    for (const ir::Dim d : *type.dims) {
+      if (ir::IsKnown(d)) {
+        dims.push_back(d);
+      } else if (auto s = symbols.find(d); s != symbols.end()) {
+        dims.push_back(s->second);
+      } else {
+        return std::nullopt;
+      }
+    }
+    return dims;
+  };
+  // Whether `concat`'s inputs are contiguous slices of its output in this run (every extent
+  // before the axis is 1: a channel concat at batch 1), each of whole 64-byte lines of `dt`
+  // but the last, so that a slice starts as aligned as a tensor of its own and no input's
+  // padding lies in another's slice.
+  auto place_concat = [&](const ir::Node& concat, DType dt, ConcatPlace& place) {
+    std::optional<Dims> out = extents(concat.output(0)->type());
+    if (!out.has_value() || out->empty()) return false;
+    const int64_t rank = static_cast<int64_t>(out->size());
+    int64_t axis = concat.attrs<ir::AxisAttrs>().axis;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    for (int64_t a = 0; a < axis; ++a) {
+      if ((*out)[a] != 1) return false;
+    }
+    int64_t along = 0, offset = 0;
+    for (int i = 0; i < concat.num_inputs(); ++i) {
+      std::optional<Dims> in = extents(concat.input(i)->type());
+      if (!in.has_value() || in->size() != out->size()) return false;
+      for (int64_t a = 0; a < rank; ++a) {
+        if (a != axis && (*in)[a] != (*out)[a]) return false;
+      }
+      const int64_t numel = NumElements(*in);
+      const bool last = i + 1 == concat.num_inputs();
+      if (!last && numel * static_cast<int64_t>(DTypeSize(dt)) % 64 != 0) return false;
+      along += (*in)[axis];
+      place.in_dims.push_back(*std::move(in));
+      place.offset.push_back(offset);
+      offset += numel;
+    }
+    if (along != (*out)[axis]) return false;
+    place.out_dims = *std::move(out);
+    return true;
+  };
+  // Output `v` of `node` (of dtype `dt` and shape `dims`) as its slice of the output of the
+  // Concat it is computed for, or an undefined tensor: it is computed on its own (and copied).
+  auto in_concat = [&](const ir::Node& node, const ir::Value* v, DType dt,
+                       const Dims& dims) -> absl::StatusOr<Tensor> {
+    auto slot = concat_slots_.find(v);
+    if (slot == concat_slots_.end()) return Tensor();
+    const ir::Node& concat = *slot->second.concat;
+    auto [it, first] = concat_places.try_emplace(&concat);
+    ConcatPlace& place = it->second;
+    if (first) place.usable = place_concat(concat, dt, place);
+    if (!place.usable) return Tensor();
+    if (!place.buffer.defined()) {
+      QCC_ASSIGN_OR_RETURN(place.buffer, allocate(node, dt, place.out_dims, [&] {
+                             return absl::StrCat("output of '", concat.name(), "' (Concat) ",
+                                                 DTypeName(dt), DimsToString(place.out_dims));
+                           }));
+    }
+    const int i = slot->second.index;
+    if (place.buffer.dtype() != dt || place.in_dims[i] != dims) return Tensor();
+    const std::shared_ptr<uint8_t>& storage = place.buffer.storage();
+    return Tensor(
+        dt, dims,
+        std::shared_ptr<uint8_t>(storage, storage.get() + place.offset[i] * DTypeSize(dt)));
   };
 
   // The fp32 form of an fp16 value (the per-run one an op made, or a widened constant), or
@@ -362,6 +465,23 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
               ? DType::kFloat32
               : tt.dtype;
       Dims dims = tt.StaticDims();
+      QCC_ASSIGN_OR_RETURN(Tensor slice,
+                           in_concat(*node, node->output(static_cast<int>(i)), dt, dims));
+      if (slice.defined()) {
+        out.push_back(std::move(slice));
+        continue;
+      }
+      if (node->kind() == ir::OpKind::kConcat) {
+        // Its inputs computed in place (or some of them: the kernel copies the others).
+        if (auto place = concat_places.find(node.get()); place != concat_places.end()) {
+          if (place->second.buffer.defined() && place->second.buffer.dtype() == dt &&
+              place->second.out_dims == dims) {
+            out.push_back(std::move(place->second.buffer));
+            concat_places.erase(place);
+            continue;
+          }
+        }
+      }
       const int reuse = i == 0 && entry.may_run_in_place ? in_place_input(*node, in, dt, dims) : -1;
       if (reuse >= 0) {
         out.push_back(Tensor(dt, std::move(dims), in[reuse].storage()));

@@ -51,7 +51,9 @@ class Evaluator {
 
  private:
   Evaluator(const ir::Graph& graph, EvalOptions options);
-  absl::Status CheckInputs(absl::Span<const Tensor> inputs) const;
+  /// `symbols` receives the extent each symbolic input dim has in this run.
+  absl::Status CheckInputs(absl::Span<const Tensor> inputs,
+                           absl::flat_hash_map<ir::Dim, int64_t>& symbols) const;
   /// Fills packed_conv_weights_ for a Conv node whose W is a constant.
   void PackConvWeights(const ir::Node& node);
 
@@ -71,6 +73,17 @@ class Evaluator {
   /// input and output extents they were made for: the graph's static ones.
   absl::flat_hash_map<const ir::Node*, std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>>>
       packed_conv_extents_;
+  /// The Concat inputs that a run may compute in place, their producer writing straight into
+  /// their slice of the Concat's output (which then copies only the others): each is an op's
+  /// output, the Concat's input `index`, and read by nothing else but calibration taps
+  /// (Observe; not a graph output either).
+  /// Whether a run does it depends on the extents (Run: a slice must be contiguous, as a
+  /// channel concat's are at batch 1).
+  struct ConcatSlot {
+    const ir::Node* concat;
+    int index;
+  };
+  absl::flat_hash_map<const ir::Value*, ConcatSlot> concat_slots_;
 };
 
 /// Lists the nodes of `graph` whose op has no CPU kernel (empty when all are supported).

@@ -253,8 +253,9 @@ void ConcatBytes(int64_t outer, absl::Span<const int64_t> chunk_bytes,
   auto* dst = static_cast<uint8_t*>(out);
   for (int64_t o = 0; o < outer; ++o) {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (chunk_bytes[i] == 0) continue;
-      std::memcpy(dst, static_cast<const uint8_t*>(inputs[i]) + o * chunk_bytes[i], chunk_bytes[i]);
+      const uint8_t* src = static_cast<const uint8_t*>(inputs[i]) + o * chunk_bytes[i];
+      // An input computed in place (already in its slice) is not copied onto itself.
+      if (chunk_bytes[i] != 0 && src != dst) std::memcpy(dst, src, chunk_bytes[i]);
       dst += chunk_bytes[i];
     }
   }

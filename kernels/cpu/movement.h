@@ -36,7 +36,8 @@ void TransposeBytes(absl::Span<const int64_t> in_dims, absl::Span<const int64_t>
                     size_t elem_size, const void* in, void* out, int num_threads = 1);
 
 /// Concatenation seen as blocks: input i is [outer, chunk_bytes[i]], the output is
-/// [outer, sum(chunk_bytes)] with the inputs' blocks side by side.
+/// [outer, sum(chunk_bytes)] with the inputs' blocks side by side. An input that is already its
+/// block of the output (computed in place) is left as it is; no other may overlap the output.
 void ConcatBytes(int64_t outer, absl::Span<const int64_t> chunk_bytes,
                  absl::Span<const void* const> inputs, void* out);
 

@@ -149,5 +149,129 @@ TEST(EvaluatorInPlaceTest, GraphOutputsAndObservedValuesKeepTheirValues) {
   }
 }
 
+/// x [n, c0 + c1 + c2, 4] (n symbolic) -> Neg of the first c0 channels, Relu of the next c1 and
+/// a Reshape of the last c2 (which keeps x's storage) -> Concat on the channels, the graph's
+/// output. With `also_read`, the Neg's output is a graph output as well.
+struct ConcatCase {
+  ir::Graph g;
+  std::vector<int64_t> channels;
+};
+void BuildConcatCase(ConcatCase& c, bool also_read) {
+  ir::Graph& g = c.g;
+  g.set_opset(21);
+  const ir::Dim n = ir::SymbolDim(g.AddSymbol("N"));
+  const int64_t total = c.channels[0] + c.channels[1] + c.channels[2];
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {n, total, 4}));
+  ir::Value* split_sizes =
+      g.NewConstant("sizes", Tensor::FromVector<int64_t>(DType::kInt64, {3}, c.channels));
+  ir::Node* split = g.AddNode(ir::OpKind::kSplit, "split", {x, split_sizes}, {"s0", "s1", "s2"});
+  split->set_attrs(ir::SplitAttrs{1});
+  ir::Value* a = Unary(g, ir::OpKind::kNeg, split->output(0), "a");
+  ir::Value* b = Unary(g, ir::OpKind::kRelu, split->output(1), "b");
+  ir::Value* shape = g.NewConstant(
+      "shape", Tensor::FromVector<int64_t>(DType::kInt64, {3}, {0, c.channels[2], 4}));
+  ir::Value* r = g.AddNode(ir::OpKind::kReshape, "r", {split->output(2), shape}, {"r"})->output(0);
+  ir::Node* cat = g.AddNode(ir::OpKind::kConcat, "cat", {a, b, r}, {"cat"});
+  cat->set_attrs(ir::AxisAttrs{-2});
+  g.AddOutput(cat->output(0));
+  if (also_read) g.AddOutput(a);
+}
+
+/// The Concat's output from formulas: per image, -x over the first channels, max(x, 0) over
+/// the next ones, x over the rest.
+std::vector<float> ConcatWant(const Tensor& x, const std::vector<int64_t>& channels) {
+  const int64_t total = channels[0] + channels[1] + channels[2];
+  std::vector<float> want(x.numel());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t ch = i / 4 % total;
+    const float v = x.data<float>()[i];
+    want[i] = ch < channels[0] ? -v : ch < channels[0] + channels[1] ? std::max(v, 0.0f) : v;
+  }
+  return want;
+}
+
+TEST(EvaluatorInPlaceTest, ChannelConcatAtBatchOneIsComputedInItsOutput) {
+  // At batch 1 each input of the channel Concat is a contiguous slice of its output: the Neg
+  // and the Relu write there (64 and 128 bytes in: slices of whole 64-byte lines), the Reshape
+  // (whose output is x's own storage) is copied. The same model at batch 2, and with slices
+  // that are not whole lines, copies every input; all give the same values.
+  for (const auto& [batch, channels] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+           {1, {4, 8, 3}}, {2, {4, 8, 3}}, {1, {3, 5, 2}}}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch << ", channels " << channels[0] << "+"
+                                      << channels[1] << "+" << channels[2]);
+    ConcatCase c{ir::Graph(), channels};
+    BuildConcatCase(c, /*also_read=*/false);
+    const int64_t total = channels[0] + channels[1] + channels[2];
+    const Tensor feed = Ramp({batch, total, 4});
+    // Twice: the second run is the one in the arena planned from the first.
+    for (int run = 0; run < 2; ++run) {
+      const Observed o = RunObserved(c.g, {feed}, /*keep=*/false);
+      ASSERT_EQ(o.results.size(), 1u);
+      const auto* out = static_cast<const uint8_t*>(o.results[0].raw());
+      const bool in_place = batch == 1 && channels[0] == 4;
+      EXPECT_EQ(o.address.at("a") == out, in_place);
+      EXPECT_EQ(o.address.at("b") == out + channels[0] * 4 * 4, in_place);
+      EXPECT_NE(o.address.at("r"), out + (channels[0] + channels[1]) * 4 * 4);
+      const std::vector<float> want = ConcatWant(feed, channels);
+      for (int64_t i = 0; i < feed.numel(); ++i) {
+        ASSERT_EQ(o.results[0].data<float>()[i], want[i]) << "element " << i;
+      }
+    }
+  }
+}
+
+TEST(EvaluatorInPlaceTest, ConcatInputReadElsewhereIsComputedOnItsOwn) {
+  // The Neg's output is also a graph output: it keeps its own tensor (the Relu's slice is still
+  // computed in place), and both outputs hold their values.
+  ConcatCase c{ir::Graph(), {4, 8, 3}};
+  BuildConcatCase(c, /*also_read=*/true);
+  const Tensor feed = Ramp({1, 15, 4});
+  const Observed o = RunObserved(c.g, {feed}, /*keep=*/false);
+  ASSERT_EQ(o.results.size(), 2u);
+  const auto* out = static_cast<const uint8_t*>(o.results[0].raw());
+  EXPECT_NE(o.address.at("a"), out);
+  EXPECT_EQ(o.address.at("b"), out + 4 * 4 * 4);
+  const std::vector<float> want = ConcatWant(feed, c.channels);
+  for (int64_t i = 0; i < feed.numel(); ++i) {
+    ASSERT_EQ(o.results[0].data<float>()[i], want[i]) << "element " << i;
+    if (i < 16) {
+      ASSERT_EQ(o.results[1].data<float>()[i], -feed.data<float>()[i]);
+    }
+  }
+}
+
+TEST(EvaluatorInPlaceTest, CalibrationTapsReadAConcatInputInItsSlice) {
+  // An Observe on the Relu's output (as calibration inserts) leaves it computed in place; the
+  // tap gets the values there, and they stay the Relu's after the Concat has run.
+  ConcatCase c{ir::Graph(), {4, 8, 3}};
+  BuildConcatCase(c, /*also_read=*/false);
+  ir::Value* b = c.g.FindValue("b");
+  ir::Node* tap = c.g.AddNode(ir::OpKind::kObserve, "observe:b", {b}, {});
+  tap->mutable_attrs<ir::ObserveAttrs>().observer_id = 7;
+  c.g.MoveNodeAfter(tap, b->producer());
+  ASSERT_TRUE(ir::InferShapes(c.g).ok());
+  Tensor seen;
+  cpu::EvalOptions options;
+  options.num_threads = 2;
+  options.on_observe = [&seen](int64_t id, const Tensor& t) {
+    EXPECT_EQ(id, 7);
+    seen = t;  // held past the Concat: its values must not change
+  };
+  auto ev = cpu::Evaluator::Create(c.g, options);
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  const Tensor feed = Ramp({1, 15, 4});
+  auto results = (*ev)->Run({feed});
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(seen.defined());
+  EXPECT_EQ(seen.raw(), static_cast<const uint8_t*>((*results)[0].raw()) + 4 * 4 * 4);
+  const std::vector<float> want = ConcatWant(feed, c.channels);
+  for (int64_t i = 0; i < feed.numel(); ++i) {
+    ASSERT_EQ((*results)[0].data<float>()[i], want[i]) << "element " << i;
+  }
+  for (int64_t i = 0; i < seen.numel(); ++i) {
+    ASSERT_EQ(seen.data<float>()[i], std::max(feed.data<float>()[16 + i], 0.0f)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace qcc::testing
