@@ -199,6 +199,60 @@ QCC_AVX512_POOL_F32 void MaxPlaneAvx512(const PoolF32Params& p, const WindowTabl
   }
 }
 
+/// MaxPlaneAvx512 where output rows share at most one input row (the stride in y at least the
+/// kernel's height less one: 3 x 3 stride 2): each vector of 16 outputs walks down the plane
+/// with its maxima of the last row it read in a register, instead of through a table of every
+/// row's (the same maxima, folded in the same order: the same bits).
+QCC_AVX512_POOL_F32 void MaxPlaneRollingAvx512(const PoolF32Params& p, const WindowTable& table,
+                                               const float* plane, const float* end, int64_t ox0,
+                                               int64_t ox1, float* yp) {
+  const int64_t kw = p.kernel[2], sx = p.stride[2], w = p.in[2];
+  const int64_t n = ox1 - ox0;
+  const int64_t reach = sx == 1 ? 15 + kw : 31 + kw;   // floats RowMax reads from `first`
+  const float* column0 = plane + table.start[2][ox0];  // output ox0's first tap in row 0
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t v = 0; v * 16 < n; ++v) {
+    const int64_t m = std::min<int64_t>(16, n - v * 16);
+    const __mmask16 lanes = LowBits16(m);
+    const SpanMasks span = SpanMasksOf((m - 1) * sx + 1);
+    // The maxima of row iy's taps of these outputs; t0: their first taps.
+    auto row_max = [&](int64_t iy, __m512& t0) QCC_AVX512_POOL_F32 {
+      const float* first = column0 + iy * w + v * 16 * sx;
+      if (first + reach <= end) return RowMax(first, sx, kw, t0);
+      t0 = TapsX16(first, sx, lanes, span);
+      __m512 best = _mm512_max_ps(t0, lowest);
+      for (int64_t kx = 1; kx < kw; ++kx) {
+        best = _mm512_max_ps(TapsX16(first + kx, sx, lanes, span), best);
+      }
+      return best;
+    };
+    int64_t kept_row = -1;  // the last row read, its maxima and first taps
+    __m512 kept = lowest, kept_t0 = lowest;
+    float* yc = yp + ox0 + v * 16;
+    for (int64_t oy = 0; oy < p.out[1]; ++oy, yc += p.out[2]) {
+      const int64_t ky0 = table.k0[1][oy], ky1 = table.k1[1][oy];
+      if (ky0 >= ky1) continue;
+      const int64_t iy0 = table.start[1][oy] + ky0, iy1 = iy0 + (ky1 - ky0);
+      __m512 t0;
+      __m512 best = iy0 == kept_row ? (t0 = kept_t0, kept) : row_max(iy0, t0);
+      kept = best;
+      kept_t0 = t0;
+      for (int64_t iy = iy0 + 1; iy < iy1; ++iy) {
+        kept = row_max(iy, kept_t0);
+        best = _mm512_max_ps(kept, best);
+      }
+      kept_row = iy1 - 1;
+      const __mmask16 nan = _mm512_cmp_ps_mask(t0, t0, _CMP_UNORD_Q) & lanes;
+      if (nan != 0) best = _mm512_mask_mov_ps(best, nan, t0);
+      if (m == 16) {
+        _mm512_storeu_ps(yc, best);
+      } else {
+        _mm512_mask_storeu_ps(yc, lanes, best);
+      }
+    }
+  }
+}
+
 #define QCC_AVX2_POOL_F32 __attribute__((target("avx2")))
 
 /// Lanes [0, n) of an 8-lane AVX2 mask, n in [0, 8].
@@ -309,7 +363,9 @@ void MaxPoolF32(const PoolF32Params& p, const float* x, float* y, int64_t* indic
       if (indices == nullptr && fast_rows && Cpu().avx512f) {
         // The outputs whose windows are whole in x from row maxima (MaxPlaneAvx512), the rest
         // through the scalar loop.
-        if (whole_begin < whole_end) {
+        if (whole_begin < whole_end && p.stride[1] + 1 >= p.kernel[1]) {
+          MaxPlaneRollingAvx512(p, table, xp, x_end, whole_begin, whole_end, yp);
+        } else if (whole_begin < whole_end) {
           MaxPlaneAvx512(p, table, xp, x_end, whole_begin, whole_end, yp, row_maxima);
         }
         for (int64_t oy = 0; oy < p.out[1]; ++oy) {

@@ -201,7 +201,8 @@ TEST(NnPoolTest, MaxPoolIndicesBothStorageOrders) {
 // Rows wide enough for the vector row kernels (AVX-512: 16 outputs, AVX2: 8, then a masked
 // tail), stride 1 and 2, with and without pads, on the exact scalar rule: each window's first
 // tap, then any tap `v > best`. The values repeat and include -0.0, +0.0 and NaN, so the order of
-// the taps shows in the bits. The last plane ends the buffer exactly (no read past it).
+// the taps shows in the bits. The last plane ends the buffer exactly (no read past it). Planes 5
+// and 12 rows high: 3 x 3 stride 2 (and 2 x 2) carry one row's maxima from output row to row.
 TEST(NnPoolTest, WideRowsMatchTheScalarRuleBitForBit) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float values[] = {-0.0f, 0.0f, 1.5f, -2.0f, nan, 1.5f, 0.0f, -0.0f, 3.25f, -7.0f, 2.0f};
@@ -209,43 +210,45 @@ TEST(NnPoolTest, WideRowsMatchTheScalarRuleBitForBit) {
     for (int64_t stride : {1, 2}) {
       for (int64_t k : {2, 3, 5}) {
         for (int64_t pad : {0, 1}) {
-          cpu::PoolF32Params p;
-          p.planes = 3;
-          p.in = {1, 5, width};
-          p.kernel = {1, k, k};
-          p.stride = {1, stride, stride};
-          p.pad_begin = {0, pad, pad};
-          p.pad_end = {0, pad, pad};
-          p.out = {1, (5 + 2 * pad - k) / stride + 1, (width + 2 * pad - k) / stride + 1};
-          if (p.out[2] < 1) continue;
-          p.num_threads = 2;
-          std::vector<float> x(p.planes * p.in_size());
-          for (size_t i = 0; i < x.size(); ++i) x[i] = values[(i * 7 + i / 5) % 11];
-          std::vector<float> want(p.planes * p.out_size());
-          for (int64_t plane = 0, o = 0; plane < p.planes; ++plane) {
-            for (int64_t oy = 0; oy < p.out[1]; ++oy) {
-              for (int64_t ox = 0; ox < p.out[2]; ++ox, ++o) {
-                bool first = true;
-                float best = std::numeric_limits<float>::lowest();
-                for (int64_t ky = 0; ky < k; ++ky) {
-                  for (int64_t kx = 0; kx < k; ++kx) {
-                    const int64_t iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
-                    if (iy < 0 || iy >= 5 || ix < 0 || ix >= width) continue;
-                    const float v = x[(plane * 5 + iy) * width + ix];
-                    if (first || v > best) best = v;
-                    first = false;
+          for (int64_t height : {5, 12}) {
+            cpu::PoolF32Params p;
+            p.planes = 3;
+            p.in = {1, height, width};
+            p.kernel = {1, k, k};
+            p.stride = {1, stride, stride};
+            p.pad_begin = {0, pad, pad};
+            p.pad_end = {0, pad, pad};
+            p.out = {1, (height + 2 * pad - k) / stride + 1, (width + 2 * pad - k) / stride + 1};
+            if (p.out[2] < 1) continue;
+            p.num_threads = 2;
+            std::vector<float> x(p.planes * p.in_size());
+            for (size_t i = 0; i < x.size(); ++i) x[i] = values[(i * 7 + i / 5) % 11];
+            std::vector<float> want(p.planes * p.out_size());
+            for (int64_t plane = 0, o = 0; plane < p.planes; ++plane) {
+              for (int64_t oy = 0; oy < p.out[1]; ++oy) {
+                for (int64_t ox = 0; ox < p.out[2]; ++ox, ++o) {
+                  bool first = true;
+                  float best = std::numeric_limits<float>::lowest();
+                  for (int64_t ky = 0; ky < k; ++ky) {
+                    for (int64_t kx = 0; kx < k; ++kx) {
+                      const int64_t iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+                      if (iy < 0 || iy >= height || ix < 0 || ix >= width) continue;
+                      const float v = x[(plane * height + iy) * width + ix];
+                      if (first || v > best) best = v;
+                      first = false;
+                    }
                   }
+                  want[o] = best;
                 }
-                want[o] = best;
               }
             }
-          }
-          std::vector<float> got(want.size());
-          cpu::MaxPoolF32(p, x.data(), got.data(), nullptr, false);
-          for (size_t i = 0; i < want.size(); ++i) {
-            ASSERT_EQ(BitCast<uint32_t>(got[i]), BitCast<uint32_t>(want[i]))
-                << "width " << width << " stride " << stride << " kernel " << k << " pad " << pad
-                << " output " << i;
+            std::vector<float> got(want.size());
+            cpu::MaxPoolF32(p, x.data(), got.data(), nullptr, false);
+            for (size_t i = 0; i < want.size(); ++i) {
+              ASSERT_EQ(BitCast<uint32_t>(got[i]), BitCast<uint32_t>(want[i]))
+                  << "height " << height << " width " << width << " stride " << stride << " kernel "
+                  << k << " pad " << pad << " output " << i;
+            }
           }
         }
       }
