@@ -465,22 +465,24 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
               ? DType::kFloat32
               : tt.dtype;
       Dims dims = tt.StaticDims();
+      if (node->kind() == ir::OpKind::kConcat) {
+        // The output its inputs were computed in (or some of them: the kernel copies the
+        // others), released here in any case.
+        if (auto place = concat_places.find(node.get()); place != concat_places.end()) {
+          Tensor buffer = std::move(place->second.buffer);
+          const bool fits = place->second.out_dims == dims;
+          concat_places.erase(place);
+          if (buffer.defined() && buffer.dtype() == dt && fits) {
+            out.push_back(std::move(buffer));
+            continue;
+          }
+        }
+      }
       QCC_ASSIGN_OR_RETURN(Tensor slice,
                            in_concat(*node, node->output(static_cast<int>(i)), dt, dims));
       if (slice.defined()) {
         out.push_back(std::move(slice));
         continue;
-      }
-      if (node->kind() == ir::OpKind::kConcat) {
-        // Its inputs computed in place (or some of them: the kernel copies the others).
-        if (auto place = concat_places.find(node.get()); place != concat_places.end()) {
-          if (place->second.buffer.defined() && place->second.buffer.dtype() == dt &&
-              place->second.out_dims == dims) {
-            out.push_back(std::move(place->second.buffer));
-            concat_places.erase(place);
-            continue;
-          }
-        }
       }
       const int reuse = i == 0 && entry.may_run_in_place ? in_place_input(*node, in, dt, dims) : -1;
       if (reuse >= 0) {

@@ -273,5 +273,29 @@ TEST(EvaluatorInPlaceTest, CalibrationTapsReadAConcatInputInItsSlice) {
   }
 }
 
+TEST(EvaluatorInPlaceTest, ConcatOfAConcatHoldsEveryValue) {
+  // The Concat's output is itself an input of a second channel Concat (with the Neg of x): the
+  // inner one keeps the output its inputs were computed in (the outer copies it), the second
+  // input of the outer one is computed in place.
+  ConcatCase c{ir::Graph(), {4, 8, 4}};
+  BuildConcatCase(c, /*also_read=*/false);
+  ir::Graph& g = c.g;
+  ir::Value* inner = g.outputs()[0];
+  ir::Value* minus = Unary(g, ir::OpKind::kNeg, g.inputs()[0], "minus");
+  ir::Node* outer = g.AddNode(ir::OpKind::kConcat, "outer", {inner, minus}, {"outer"});
+  outer->set_attrs(ir::AxisAttrs{1});
+  g.SetOutput(0, outer->output(0));
+  const Tensor feed = Ramp({1, 16, 4});
+  const Observed o = RunObserved(g, {feed}, /*keep=*/false);
+  ASSERT_EQ(o.results.size(), 1u);
+  const std::vector<float> want = ConcatWant(feed, c.channels);
+  for (int64_t i = 0; i < feed.numel(); ++i) {
+    ASSERT_EQ(o.results[0].data<float>()[i], want[i]) << "element " << i;
+    ASSERT_EQ(o.results[0].data<float>()[feed.numel() + i], -feed.data<float>()[i]) << i;
+  }
+  const auto* out = static_cast<const uint8_t*>(o.results[0].raw());
+  EXPECT_EQ(o.address.at("minus"), out + feed.nbytes());
+}
+
 }  // namespace
 }  // namespace qcc::testing
