@@ -7,6 +7,7 @@
 #include "backend_cpu/lowering.h"
 #include "backend_cuda/lowering.h"
 #include "ir/fingerprint.h"
+#include "ir/symbolic_values.h"
 #include "passes/passes.h"
 #include "passes/realize_int8.h"
 #include "support/status.h"
@@ -59,7 +60,83 @@ void CountWeights(const ir::Graph& graph, int64_t* parameters, int64_t* bytes) {
   }
 }
 
+/// A node of the fused graph as `qcc compile` counts it.
+struct FusedNode {
+  ir::OpKind kind;
+  /// Not a Constant and not computed when compiling (shape arithmetic).
+  bool runs = false;
+};
+
+std::vector<FusedNode> FusedNodes(const ir::Graph& graph) {
+  // Shape arithmetic whose values are known when compiling (a Shape of the batch-N input and
+  // what is computed from it) runs no step.
+  const ir::SymbolicValues symbolic = ir::ComputeSymbolicValues(graph);
+  auto known = [&](const ir::Node& n) {
+    for (const ir::Value* v : n.outputs()) {
+      auto it = symbolic.find(v);
+      if (it == symbolic.end()) return false;
+      for (const auto& e : it->second) {
+        if (!e) return false;
+      }
+    }
+    return n.num_outputs() > 0;
+  };
+  std::vector<FusedNode> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back({n->kind(), !known(*n)});
+  return nodes;
+}
+
+/// `fused` counted with `precision` (empty, or made for the same nodes).
+absl::StatusOr<NodeCounts> CountNodes(const std::vector<FusedNode>& fused,
+                                      const passes::PrecisionReport& precision) {
+  if (!precision.nodes.empty() && precision.nodes.size() != fused.size()) {
+    return absl::InternalError(absl::StrCat("the precision report has ", precision.nodes.size(),
+                                            " nodes and the fused graph ", fused.size()));
+  }
+  NodeCounts c;
+  for (size_t i = 0; i < fused.size(); ++i) {
+    const ir::OpKind kind = fused[i].kind;
+    if (kind == ir::OpKind::kConstant) continue;
+    if (!fused[i].runs) {
+      ++c.shape_nodes;
+      continue;
+    }
+    ++c.nodes;
+    const passes::NodePrecision p =
+        precision.nodes.empty() ? passes::NodePrecision::kFloat : precision.nodes[i].precision;
+    c.int8 += p != passes::NodePrecision::kFloat ? 1 : 0;
+    if (kind == ir::OpKind::kAttention) ++c.attentions;
+    if (p == passes::NodePrecision::kInt8Attention) ++c.int8_attentions;
+    if (kind == ir::OpKind::kMatMul || kind == ir::OpKind::kGemm) {
+      ++c.gemms;
+      if (!precision.nodes.empty() && precision.nodes[i].float_result) ++c.float_results;
+      if (p != passes::NodePrecision::kInt8 && p != passes::NodePrecision::kDynamic) {
+        ++c.float_gemms;
+      }
+    }
+  }
+  return c;
+}
+
 }  // namespace
+
+passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, const passes::QdqImport& qdq,
+                                         bool qdq_model) {
+  passes::PrecisionSetup setup;
+  setup.dynamic = options.dynamic;
+  passes::QuantizeOptions& q = setup.options;
+  q.per_channel = !options.per_tensor;
+  q.exclude = options.exclude;
+  if (options.dynamic) return setup;
+  q.asymmetric = options.asymmetric;
+  q.fixed_params = qdq.activations;
+  q.fixed_weight_scales = qdq.weight_scales;
+  if (!qdq_model) {
+    q.asymmetric_ranges = options.gemm_input_ranges;
+    setup.ranges = options.ranges;
+  }
+  return setup;
+}
 
 std::optional<int64_t> FixedBatch(const ir::Graph& graph) {
   std::optional<int64_t> fixed;
@@ -106,38 +183,32 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
     r.qdq = *std::move(absorbed);
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
-  if (int8 && options.dynamic) {
-    passes::QuantizeOptions q;
-    q.per_channel = !options.per_tensor;
-    q.exclude = options.exclude;
-    QCC_ASSIGN_OR_RETURN(r.decision, passes::AssignDynamic(*graph, q));
-  } else if (int8) {
-    passes::QuantizeOptions q;
-    q.per_channel = !options.per_tensor;
-    q.asymmetric = options.asymmetric;
-    q.exclude = options.exclude;
-    q.fixed_params = r.qdq.activations;
-    q.fixed_weight_scales = r.qdq.weight_scales;
-    if (!r.qdq_model) q.asymmetric_ranges = options.gemm_input_ranges;
-    QCC_ASSIGN_OR_RETURN(
-        r.decision,
-        passes::AssignPrecision(
-            *graph, r.qdq_model ? std::map<std::string, passes::TensorRange>{} : options.ranges,
-            q));
+  const std::vector<FusedNode> fused = FusedNodes(*graph);
+  std::vector<std::string> qdq_tensors;  // the model's quantized tensors the fused graph has
+  for (const auto& [name, p] : r.qdq.activations) {
+    if (graph->FindValue(name) != nullptr) qdq_tensors.push_back(name);
   }
+  if (int8) {
+    // An --exclude typo is the user's: reported as it is, not as the pass's.
+    QCC_RETURN_IF_ERROR(passes::CheckExclude(*graph, options.exclude));
+    QCC_RETURN_IF_ERROR(
+        passes::RunPipeline(
+            *graph,
+            passes::QuantizePipeline(PrecisionSetupFor(options, r.qdq, r.qdq_model), &r.precision))
+            .status());
+    for (const std::string& name : qdq_tensors) {
+      if (r.precision.int8_tensors.count(name) == 0) r.qdq_in_float.push_back(name);
+    }
+  }
+  QCC_ASSIGN_OR_RETURN(r.counts, CountNodes(fused, r.precision));
   cpu::LowerOptions lower;
   lower.batch_min = batch_min;
   lower.batch_max = batch_max;
   lower.fp16 = options.precision == Precision::kFp16;
-  // An int8 compile lowers its quantized graph: the decision written into the IR.
-  std::unique_ptr<ir::Graph> quantized;
-  if (int8) {
-    QCC_ASSIGN_OR_RETURN(quantized, passes::RealizeInt8(*graph, r.decision));
-  }
-  const ir::Graph& lowered = int8 ? *quantized : *graph;
+  // An int8 compile lowers its quantized graph.
   QCC_ASSIGN_OR_RETURN(r.plan, options.target == Target::kCuda
-                                   ? cuda::LowerToCudaPlan(lowered, lower)
-                                   : cpu::LowerToCpuPlan(lowered, lower));
+                                   ? cuda::LowerToCudaPlan(*graph, lower)
+                                   : cpu::LowerToCpuPlan(*graph, lower));
 
   std::map<std::string, std::string>& meta = r.plan.metadata;
   meta["fingerprint"] = fingerprint;

@@ -4,8 +4,9 @@
 // qcc_builder instead of copying that code.
 //
 // Build runs, in order: the QDQ import when the model has Q/DQ pairs (passes/absorb_qdq.h), the
-// fp32 pipeline (passes::DefaultPipeline), precision assignment for int8 (static from the
-// ranges, dynamic, or the model's own Q/DQ parameters), and the lowering for the target; then it
+// fp32 pipeline (passes::DefaultPipeline), for int8 passes::QuantizePipeline (the
+// assign-precision pass, static from the ranges, dynamic, or from the model's own Q/DQ
+// parameters, then the passes on the quantized graph), and the lowering for the target; then it
 // fills the plan's metadata.
 #ifndef QCC_BUILDER_BUILD_H_
 #define QCC_BUILDER_BUILD_H_
@@ -57,13 +58,35 @@ struct BuildOptions {
   std::string calib_method;
 };
 
+/// The fused graph's nodes by what they run in (what `qcc compile` prints).
+struct NodeCounts {
+  /// Nodes that run a step: not Constant, and not shape arithmetic computed when compiling (a
+  /// Shape of the batch-N input and what is computed from it), which `shape_nodes` counts.
+  int nodes = 0;
+  int shape_nodes = 0;
+  /// Of `nodes`: in int8 (statically, dynamically, or an attention's int8 products).
+  int int8 = 0;
+  /// MatMul and Gemm nodes; of them, int8 ones with an fp32 result, and float ones.
+  int gemms = 0;
+  int float_results = 0;
+  int float_gemms = 0;
+  /// Fused qcc.Attention nodes, and those whose products run in int8.
+  int attentions = 0;
+  int int8_attentions = 0;
+};
+
 struct BuildResult {
   runtime::Plan plan;
-  /// The fused graph the plan was lowered from, and what was decided for it (for reports).
+  /// The graph the plan was lowered from: the fused graph, or for int8 the quantized graph
+  /// (passes::QuantizePipeline).
   std::unique_ptr<ir::Graph> graph;
-  passes::QuantDecision decision;
-  /// The model's Q/DQ pairs as tensor parameters (empty unless it has them).
+  /// What assign-precision decided (int8 only), and the fused graph's nodes counted with it.
+  passes::PrecisionReport precision;
+  NodeCounts counts;
+  /// The model's Q/DQ pairs as tensor parameters (empty unless it has them), and for an int8
+  /// plan the tensors among them that it computes in float (their consumers have no int8 form).
   passes::QdqImport qdq;
+  std::vector<std::string> qdq_in_float;
   bool qdq_model = false;
   /// The model's float weights (a QDQ model's: the constants its DequantizeLinear nodes read).
   int64_t parameters = 0;
@@ -73,6 +96,11 @@ struct BuildResult {
 /// The batch the model's inputs fix (the first extent of an input that has a known one), or
 /// nullopt when the batch is dynamic.
 std::optional<int64_t> FixedBatch(const ir::Graph& graph);
+
+/// What the assign-precision pass decides an int8 plan from, for `options` and the model's Q/DQ
+/// pairs `qdq` (empty: a model without them).
+passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, const passes::QdqImport& qdq,
+                                         bool qdq_model);
 
 /// Compiles `graph`, an imported and unfused model with its input shapes as the plan should
 /// have them; `source` names it in the plan's metadata (the model's file name). Errors:

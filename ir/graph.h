@@ -130,6 +130,10 @@ class Graph {
   Graph() = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
+  /// Moving keeps every Node* and Value* valid (they are owned through unique_ptr and hold no
+  /// pointer to their Graph): a pass that writes a new graph moves it into the one it was given.
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
 
   /// Creates a value with no producer (connect it with AddNode, AddInput or set_constant).
   Value* NewValue(std::string name, TensorType type = {});

@@ -53,8 +53,9 @@ std::unique_ptr<Pass> CreateFuseAttentionPass();
 /// input, when that output has no other use.
 std::unique_ptr<Pass> CreateFuseActivationPass();
 
-// The quantized graph of an int8 compile (passes/realize_int8.h; passes/cancel_qdq.cc,
-// passes/fold_scales.cc).
+// The quantized graph of an int8 compile (passes/cancel_qdq.cc, passes/fold_scales.cc; the
+// assign-precision pass and the pipelines of an int8 compile are in passes/realize_int8.h, with
+// the types they take).
 /// cancel-qdq: removes Quantize(Dequantize(x)) onto x's own grid (same scale, zero point, type
 /// and saturation): its uses read x.
 std::unique_ptr<Pass> CreateCancelQdqPass();

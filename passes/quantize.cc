@@ -427,11 +427,17 @@ void AssignAttention(const ir::Graph& graph, const absl::flat_hash_set<std::stri
   }
 }
 
-/// The --exclude names; an error naming the first that matches no node name and no op.
+/// The --exclude names (CheckExclude'd).
 absl::StatusOr<absl::flat_hash_set<std::string>> Excluded(const ir::Graph& graph,
                                                           const QuantizeOptions& options) {
-  absl::flat_hash_set<std::string> excluded(options.exclude.begin(), options.exclude.end());
-  for (const std::string& e : options.exclude) {
+  QCC_RETURN_IF_ERROR(CheckExclude(graph, options.exclude));
+  return absl::flat_hash_set<std::string>(options.exclude.begin(), options.exclude.end());
+}
+
+}  // namespace
+
+absl::Status CheckExclude(const ir::Graph& graph, const std::vector<std::string>& exclude) {
+  for (const std::string& e : exclude) {
     bool found = false;
     for (const auto& n : graph.nodes()) {
       found = found || IsExcluded({e}, *n);
@@ -443,10 +449,39 @@ absl::StatusOr<absl::flat_hash_set<std::string>> Excluded(const ir::Graph& graph
                                                      ClosestNames(graph, e)));
     }
   }
-  return excluded;
+  return absl::OkStatus();
 }
 
-}  // namespace
+int PrecisionReport::Count(NodePrecision precision) const {
+  int n = 0;
+  for (const NodeReport& node : nodes) n += node.precision == precision ? 1 : 0;
+  return n;
+}
+
+PrecisionReport ReportDecision(const ir::Graph& graph, const QuantDecision& decision) {
+  PrecisionReport r;
+  for (const auto& owned : graph.nodes()) {
+    const ir::Node* n = owned.get();
+    PrecisionReport::NodeReport node;
+    node.name = n->name();
+    node.kind = n->kind();
+    node.precision = decision.runs_int8(n)                 ? NodePrecision::kInt8
+                     : decision.dynamic.contains(n)        ? NodePrecision::kDynamic
+                     : decision.int8_attention.contains(n) ? NodePrecision::kInt8Attention
+                                                           : NodePrecision::kFloat;
+    node.float_result = decision.float_result.contains(n);
+    node.int8_weights = decision.weights.contains(n);
+    r.nodes.push_back(std::move(node));
+  }
+  for (const auto& [v, params] : decision.params) {
+    r.int8_tensors[v->name()] = params;
+    r.int8_activations += v->constant() == nullptr ? 1 : 0;
+  }
+  r.notes = decision.notes;
+  r.widened_channels = decision.widened_channels;
+  r.widened_nodes = decision.widened_nodes;
+  return r;
+}
 
 absl::StatusOr<QuantDecision> AssignDynamic(const ir::Graph& graph,
                                             const QuantizeOptions& options) {

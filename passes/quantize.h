@@ -121,8 +121,12 @@ QuantParams ParamsForRange(const TensorRange& range, bool asymmetric);
 std::optional<std::pair<float, float>> SaturationInterval(const ir::Graph& graph,
                                                           const ir::Value& v);
 
+/// InvalidArgument naming the first `exclude` entry (--exclude) that matches no node name and no
+/// op name of `graph`, with the closest node names.
+absl::Status CheckExclude(const ir::Graph& graph, const std::vector<std::string>& exclude);
+
 /// Decides precision and computes the parameters. InvalidArgument when an `exclude` entry
-/// matches no node name and no op name (the message lists the closest node names).
+/// matches no node name and no op name (CheckExclude).
 absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
                                               const std::map<std::string, TensorRange>& ranges,
                                               const QuantizeOptions& options);
@@ -132,6 +136,50 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
 /// excluded gets int8 weights (per channel unless !options.per_channel) and quantizes its
 /// activation at run time; a MatMul's following bias Add is folded in. Nothing else is int8.
 absl::StatusOr<QuantDecision> AssignDynamic(const ir::Graph& graph, const QuantizeOptions& options);
+
+/// What the assign-precision pass (passes/realize_int8.h) decides from.
+struct PrecisionSetup {
+  /// Dynamic quantization (AssignDynamic): `ranges` are unused.
+  bool dynamic = false;
+  /// Static quantization: the calibrated range of every observed tensor (empty for a QDQ model,
+  /// whose parameters are options.fixed_params).
+  std::map<std::string, TensorRange> ranges;
+  QuantizeOptions options;
+};
+
+/// How one node of the fused graph runs.
+enum class NodePrecision {
+  kFloat,
+  kInt8,           ///< QuantDecision::int8
+  kDynamic,        ///< QuantDecision::dynamic
+  kInt8Attention,  ///< QuantDecision::int8_attention
+};
+
+/// A QuantDecision by name, for reports: it outlives the fused graph, which the assign-precision
+/// pass replaces by the quantized one.
+struct PrecisionReport {
+  struct NodeReport {
+    std::string name;
+    ir::OpKind kind = ir::OpKind::kConstant;
+    NodePrecision precision = NodePrecision::kFloat;
+    bool float_result = false;  ///< QuantDecision::float_result
+    bool int8_weights = false;  ///< QuantDecision::weights (an int8 Conv, Gemm or MatMul)
+  };
+  /// Every node of the fused graph, in its order.
+  std::vector<NodeReport> nodes;
+  /// QuantDecision::params by tensor name, and how many of them are not constants.
+  std::map<std::string, QuantParams> int8_tensors;
+  int int8_activations = 0;
+  std::vector<std::string> notes;
+  int widened_channels = 0;
+  int widened_nodes = 0;
+
+  /// The nodes that run in `precision`.
+  int Count(NodePrecision precision) const;
+};
+
+/// The report of `decision`, made for `graph`.
+PrecisionReport ReportDecision(const ir::Graph& graph, const QuantDecision& decision);
 
 }  // namespace qcc::passes
 

@@ -1,5 +1,6 @@
 #include "passes/realize_int8.h"
 
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -250,6 +251,28 @@ class Realizer {
   absl::flat_hash_map<const ir::Value*, ir::Value*> plain_, computed_, int8_;
 };
 
+class AssignPrecisionPass : public Pass {
+ public:
+  AssignPrecisionPass(PrecisionSetup setup, PrecisionReport* report)
+      : setup_(std::move(setup)), report_(report) {}
+
+  absl::string_view name() const override { return "assign-precision"; }
+
+  absl::StatusOr<bool> Run(ir::Graph& graph) const override {
+    QCC_ASSIGN_OR_RETURN(const QuantDecision decision,
+                         setup_.dynamic ? AssignDynamic(graph, setup_.options)
+                                        : AssignPrecision(graph, setup_.ranges, setup_.options));
+    if (report_ != nullptr) *report_ = ReportDecision(graph, decision);
+    QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized, Realizer(graph, decision).Run());
+    graph = std::move(*quantized);
+    return true;
+  }
+
+ private:
+  PrecisionSetup setup_;
+  PrecisionReport* report_;
+};
+
 }  // namespace
 
 std::string FloatTensorName(const ir::Value& int8_value) {
@@ -263,6 +286,17 @@ Pipeline Int8Pipeline(QuantizedForm form) {
   p.push_back(CreateCancelQdqPass());
   p.push_back(CreateEliminateDeadCodePass());
   if (form == QuantizedForm::kInteger) p.push_back(CreateFoldScalesPass());
+  return p;
+}
+
+std::unique_ptr<Pass> CreateAssignPrecisionPass(PrecisionSetup setup, PrecisionReport* report) {
+  return std::make_unique<AssignPrecisionPass>(std::move(setup), report);
+}
+
+Pipeline QuantizePipeline(PrecisionSetup setup, PrecisionReport* report, QuantizedForm form) {
+  Pipeline p;
+  p.push_back(CreateAssignPrecisionPass(std::move(setup), report));
+  for (std::unique_ptr<Pass>& pass : Int8Pipeline(form)) p.push_back(std::move(pass));
   return p;
 }
 

@@ -67,6 +67,19 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> RealizeInt8(
 /// the integer form fold-scales.
 Pipeline Int8Pipeline(QuantizedForm form = QuantizedForm::kInteger);
 
+/// assign-precision: precision assignment as a pass. Run decides on the fused graph it is given
+/// (AssignPrecision from `setup`'s ranges, or AssignDynamic), writes `report` (when not null) and
+/// replaces the graph by the realize-int8 step's quantized graph (as RealizeInt8 before its
+/// Int8Pipeline), so the pipeline's shape inference and verifier see the Q/DQ ops and `qcc
+/// inspect --passes` records it like any pass. Each Run overwrites `report`; the report must
+/// outlive the pass.
+std::unique_ptr<Pass> CreateAssignPrecisionPass(PrecisionSetup setup, PrecisionReport* report);
+
+/// The int8 compile after the fp32 pipeline: assign-precision, then Int8Pipeline(form). What
+/// `qcc compile --int8` lowers (kInteger) and `qcc export` writes (kScale).
+Pipeline QuantizePipeline(PrecisionSetup setup, PrecisionReport* report,
+                          QuantizedForm form = QuantizedForm::kInteger);
+
 }  // namespace qcc::passes
 
 #endif  // QCC_PASSES_REALIZE_INT8_H_

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,7 +18,6 @@
 #include "calib/scale_solvers.h"
 #include "ir/fingerprint.h"
 #include "ir/shape_inference.h"
-#include "ir/symbolic_values.h"
 #include "passes/absorb_qdq.h"
 #include "runtime/plan_format.h"
 #include "support/status.h"
@@ -138,8 +136,8 @@ absl::Status CompileCommand(const CompileOptions& options) {
       builder::BuildResult built,
       builder::Build(std::move(graph), fs::path(options.model).filename().string(), build));
   runtime::Plan& plan = built.plan;
-  graph = std::move(built.graph);
-  const passes::QuantDecision& decision = built.decision;
+  const passes::PrecisionReport& precision = built.precision;
+  const builder::NodeCounts& counts = built.counts;
   const passes::QdqImport& qdq = built.qdq;
   const int64_t batch_max = plan.batch_max;
 
@@ -147,41 +145,11 @@ absl::Status CompileCommand(const CompileOptions& options) {
       options.output.empty() ? BesideModel(options.model, ".plan") : options.output;
   QCC_RETURN_IF_ERROR(runtime::WritePlan(plan, output));
 
-  // Shape arithmetic whose values are known when compiling (a Shape of the batch-N input and
-  // what is computed from it) runs no step: it is counted apart.
-  const ir::SymbolicValues symbolic = ir::ComputeSymbolicValues(*graph);
-  auto known = [&](const ir::Node& n) {
-    for (const ir::Value* v : n.outputs()) {
-      auto it = symbolic.find(v);
-      if (it == symbolic.end()) return false;
-      for (const auto& e : it->second) {
-        if (!e) return false;
-      }
-    }
-    return n.num_outputs() > 0;
-  };
-  int int8_nodes = 0, nodes = 0, shape_nodes = 0;
-  int gemms = 0, float_results = 0, float_gemms = 0;  // MatMul/Gemm nodes
-  int attentions = 0, int8_attentions = 0;            // fused qcc.Attention nodes
-  for (const auto& n : graph->nodes()) {
-    if (n->kind() == ir::OpKind::kConstant) continue;
-    if (known(*n)) {
-      ++shape_nodes;
-      continue;
-    }
-    ++nodes;
-    int8_nodes += decision.runs_int8(n.get()) || decision.dynamic.contains(n.get()) ||
-                          decision.int8_attention.contains(n.get())
-                      ? 1
-                      : 0;
-    if (n->kind() == ir::OpKind::kAttention) ++attentions;
-    if (decision.int8_attention.contains(n.get())) ++int8_attentions;
-    if (n->kind() == ir::OpKind::kMatMul || n->kind() == ir::OpKind::kGemm) {
-      ++gemms;
-      if (decision.float_result.contains(n.get())) ++float_results;
-      if (!decision.runs_int8(n.get()) && !decision.dynamic.contains(n.get())) ++float_gemms;
-    }
-  }
+  // Shape arithmetic computed at compile time runs no step: it is counted apart.
+  const int nodes = counts.nodes, shape_nodes = counts.shape_nodes;
+  const int gemms = counts.gemms, float_results = counts.float_results;
+  const int float_gemms = counts.float_gemms;
+  const int attentions = counts.attentions, int8_attentions = counts.int8_attentions;
   const std::string shape_note =
       shape_nodes == 0
           ? ""
@@ -194,7 +162,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
   if (options.int8) {
     std::printf(
         "compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps%s\n",
-        options.model.c_str(), int8_nodes, nodes, plan.metadata["weights"].c_str(),
+        options.model.c_str(), counts.int8, nodes, plan.metadata["weights"].c_str(),
         plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
         plan.steps.size(), shape_note.c_str());
   } else if (options.fp16) {
@@ -228,11 +196,11 @@ absl::Status CompileCommand(const CompileOptions& options) {
         attentions, 2 * attentions, int8_attentions, attentions - int8_attentions,
         attentions > int8_attentions ? " (why: the lines below)" : "");
   }
-  if (decision.widened_channels > 0) {
+  if (precision.widened_channels > 0) {
     std::printf(
         "  %d output channels in %d Conv/Gemm nodes have weights too small next to their bias for "
         "an int32 bias: their weight scales were widened to fit it\n",
-        decision.widened_channels, decision.widened_nodes);
+        precision.widened_channels, precision.widened_nodes);
   }
   if (qdq_model) {
     std::printf(
@@ -241,14 +209,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
         qdq.pairs, qdq.folded_constants, qdq.weight_scales.size());
     if (options.int8) {
       // The tensors the model quantizes that the plan holds in float.
-      std::vector<std::string> in_float;
-      absl::flat_hash_set<std::string> int8_names;
-      for (const auto& [v, p] : decision.params) int8_names.insert(v->name());
-      for (const auto& [name, p] : qdq.activations) {
-        if (!int8_names.contains(name) && graph->FindValue(name) != nullptr) {
-          in_float.push_back(name);
-        }
-      }
+      const std::vector<std::string>& in_float = built.qdq_in_float;
       if (!in_float.empty()) {
         std::printf(
             "  %zu tensors with a Q/DQ pair in the model run in float in the plan (their "
@@ -261,7 +222,7 @@ absl::Status CompileCommand(const CompileOptions& options) {
     }
   }
   for (const std::string& note : qdq.notes) std::printf("  %s\n", note.c_str());
-  for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
+  for (const std::string& note : precision.notes) std::printf("  %s\n", note.c_str());
   std::printf("plan -> %s\n", output.c_str());
   return absl::OkStatus();
 }

@@ -30,13 +30,14 @@ namespace {
 /// "name: xxxxxxxx" line per tensor, the scale's float32 bits as 8 hex digits, most significant
 /// first. The scale is the plan's where the tensor is int8 in it, else the solver's amax / 127.
 std::string TrtCacheText(const std::map<std::string, passes::TensorRange>& ranges,
-                         const passes::QuantDecision& decision, int version) {
+                         const std::map<std::string, passes::QuantParams>& int8_tensors,
+                         int version) {
   std::map<std::string, float> scales;
   for (const auto& [name, r] : ranges) {
     scales[name] = passes::ParamsForRange(r, /*asymmetric=*/false).scale;
   }
-  for (const auto& [value, params] : decision.params) {
-    if (scales.count(value->name()) != 0) scales[value->name()] = params.scale;
+  for (const auto& [name, params] : int8_tensors) {
+    if (scales.count(name) != 0) scales[name] = params.scale;
   }
   std::string text = absl::StrCat("TRT-", version, "-EntropyCalibration2\n");
   for (const auto& [name, scale] : scales) {
@@ -68,29 +69,31 @@ absl::Status ExportCommand(const ExportOptions& options) {
         "--trt-cache holds symmetric scales (TensorRT's int8 is symmetric): drop --asymmetric");
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::OnnxFormPipeline()).status());
-  QCC_ASSIGN_OR_RETURN(
-      passes::QuantDecision decision,
-      DecidePrecision(*graph, table, options.per_tensor, options.asymmetric, options.exclude));
-  int int8_nodes = 0;
-  for (const auto& n : graph->nodes()) int8_nodes += decision.runs_int8(n.get()) ? 1 : 0;
+  QCC_RETURN_IF_ERROR(passes::CheckExclude(*graph, options.exclude));
+  // The quantized graph compile --int8 lowers, in scale form, written op for op in QDQ form.
+  passes::PrecisionReport precision;
+  QCC_RETURN_IF_ERROR(
+      passes::RunPipeline(
+          *graph, passes::QuantizePipeline(
+                      StaticSetup(table, options.per_tensor, options.asymmetric, options.exclude),
+                      &precision, passes::QuantizedForm::kScale))
+          .status());
+  int int8_weights = 0;
+  for (const passes::PrecisionReport::NodeReport& n : precision.nodes) {
+    int8_weights += n.int8_weights ? 1 : 0;
+  }
 
   if (!options.trt_cache.empty()) {
-    const std::string text =
-        TrtCacheText(SolveRanges(table, /*asymmetric=*/false), decision, options.trt_version);
+    const std::string text = TrtCacheText(SolveRanges(table, /*asymmetric=*/false),
+                                          precision.int8_tensors, options.trt_version);
     QCC_RETURN_IF_ERROR(WriteFileAtomically(options.trt_cache, text));
     std::printf("TensorRT calibration cache: %zu tensors -> %s\n", table.table.tensors.size(),
                 options.trt_cache.c_str());
   }
   if (!write_qdq) return absl::OkStatus();
-  int activations = 0;
-  for (const auto& [v, p] : decision.params) activations += v->constant() == nullptr ? 1 : 0;
-  // The quantized graph compile --int8 lowers, in scale form, written op for op in QDQ form.
-  QCC_ASSIGN_OR_RETURN(
-      std::unique_ptr<ir::Graph> quantized,
-      passes::RealizeInt8(*graph, decision, nullptr, passes::QuantizedForm::kScale));
   passes::QdqOptions qdq_options;
   qdq_options.uint8_activations = options.asymmetric;
-  QCC_ASSIGN_OR_RETURN(passes::QdqModel qdq, passes::QdqForm(*quantized, qdq_options));
+  QCC_ASSIGN_OR_RETURN(passes::QdqModel qdq, passes::QdqForm(*graph, qdq_options));
   if (qdq.widened > 0) {
     std::printf(
         "  %d fp16/bf16 tensors are fp32 in the QDQ model (opset-19 Q/DQ take the scale in "
@@ -103,13 +106,13 @@ absl::Status ExportCommand(const ExportOptions& options) {
       options.output.empty() ? BesideModel(options.model, ".qdq.onnx") : options.output;
   QCC_RETURN_IF_ERROR(frontend::WriteOnnxFile(model, output));
   std::printf(
-      "exported %s: %d nodes in int8 (%zu with int8 weights, %s), %d tensors quantized (%s "
+      "exported %s: %d nodes in int8 (%d with int8 weights, %s), %d tensors quantized (%s "
       "activations), opset %d\n",
-      options.model.c_str(), int8_nodes, decision.weights.size(),
-      options.per_tensor ? "per-tensor" : "per-channel", activations,
+      options.model.c_str(), precision.Count(passes::NodePrecision::kInt8), int8_weights,
+      options.per_tensor ? "per-tensor" : "per-channel", precision.int8_activations,
       options.asymmetric ? "uint8 asymmetric" : "int8 symmetric",
       frontend::ExportOpset(*qdq.graph));
-  for (const std::string& note : decision.notes) std::printf("  %s\n", note.c_str());
+  for (const std::string& note : precision.notes) std::printf("  %s\n", note.c_str());
   std::printf("QDQ model -> %s\n", output.c_str());
   return absl::OkStatus();
 }

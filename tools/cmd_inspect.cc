@@ -92,13 +92,14 @@ absl::Status InspectCommand(const InspectOptions& opts) {
     // The table was made for the unfused model: check it against a fresh import.
     QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> imported, LoadModel(opts.model));
     QCC_ASSIGN_OR_RETURN(Int8Table table, LoadInt8Table(opts.model, opts.calib, "", *imported));
-    QCC_ASSIGN_OR_RETURN(passes::QuantDecision decision,
-                         DecidePrecision(*graph, table, false, false, {}));
-    QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> quantized,
-                         passes::RealizeInt8(*graph, decision, &records,
-                                             opts.qdq ? passes::QuantizedForm::kScale
-                                                      : passes::QuantizedForm::kInteger));
-    graph = std::move(quantized);
+    QCC_ASSIGN_OR_RETURN(
+        std::vector<passes::PassRecord> quantized,
+        passes::RunPipeline(*graph,
+                            passes::QuantizePipeline(StaticSetup(table, false, false, {}),
+                                                     /*report=*/nullptr,
+                                                     opts.qdq ? passes::QuantizedForm::kScale
+                                                              : passes::QuantizedForm::kInteger)));
+    records.insert(records.end(), quantized.begin(), quantized.end());
     if (opts.qdq) {
       QCC_ASSIGN_OR_RETURN(passes::QdqModel qdq, passes::QdqForm(*graph, {}));
       graph = std::move(qdq.graph);

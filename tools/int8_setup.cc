@@ -54,15 +54,15 @@ std::map<std::string, passes::TensorRange> GemmInputRanges(const Int8Table& t) {
   return SolveRanges(full, /*asymmetric=*/true);
 }
 
-absl::StatusOr<passes::QuantDecision> DecidePrecision(const ir::Graph& graph, const Int8Table& t,
-                                                      bool per_tensor, bool asymmetric,
-                                                      const std::vector<std::string>& exclude) {
-  passes::QuantizeOptions options;
-  options.per_channel = !per_tensor;
-  options.asymmetric = asymmetric;
-  options.exclude = exclude;
-  options.asymmetric_ranges = GemmInputRanges(t);
-  return passes::AssignPrecision(graph, SolveRanges(t, asymmetric), options);
+passes::PrecisionSetup StaticSetup(const Int8Table& t, bool per_tensor, bool asymmetric,
+                                   const std::vector<std::string>& exclude) {
+  passes::PrecisionSetup setup;
+  setup.options.per_channel = !per_tensor;
+  setup.options.asymmetric = asymmetric;
+  setup.options.exclude = exclude;
+  setup.options.asymmetric_ranges = GemmInputRanges(t);
+  setup.ranges = SolveRanges(t, asymmetric);
+  return setup;
 }
 
 }  // namespace qcc::tools

@@ -40,11 +40,10 @@ std::map<std::string, passes::TensorRange> SolveRanges(const Int8Table& t, bool 
 /// minilm-l6-v2, mse's ranges give a mean embedding cosine of 0.984, minmax's 0.994).
 std::map<std::string, passes::TensorRange> GemmInputRanges(const Int8Table& t);
 
-/// The int8 decisions `compile --int8` makes for the fused `graph` from the table (per-channel
+/// What the assign-precision pass decides from when `compile --int8` uses the table (per-channel
 /// weights unless `per_tensor`; `exclude` as --exclude).
-absl::StatusOr<passes::QuantDecision> DecidePrecision(const ir::Graph& graph, const Int8Table& t,
-                                                      bool per_tensor, bool asymmetric,
-                                                      const std::vector<std::string>& exclude);
+passes::PrecisionSetup StaticSetup(const Int8Table& t, bool per_tensor, bool asymmetric,
+                                   const std::vector<std::string>& exclude);
 
 }  // namespace qcc::tools
 

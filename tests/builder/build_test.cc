@@ -82,7 +82,14 @@ TEST(BuildTest, EveryPrecisionAndTargetGivesAPlanWithItsMetadata) {
       EXPECT_EQ(convs, 1);
       ASSERT_NE(r->graph, nullptr);
       // The conv and its relu fused, in int8 when asked.
-      EXPECT_EQ(r->decision.int8.size(), precision == Precision::kInt8 ? 1u : 0u);
+      const int int8 = precision == Precision::kInt8 ? 1 : 0;
+      EXPECT_EQ(r->precision.Count(passes::NodePrecision::kInt8), int8);
+      EXPECT_EQ(r->counts.nodes, 1);
+      EXPECT_EQ(r->counts.int8, int8);
+      // An int8 plan is lowered from the quantized graph: the conv is a qcc.QConv there.
+      int qconvs = 0;
+      for (const auto& n : r->graph->nodes()) qconvs += n->kind() == ir::OpKind::kQConv ? 1 : 0;
+      EXPECT_EQ(qconvs, int8);
       // The CPU runtime runs what Build made.
       absl::StatusOr<std::shared_ptr<const runtime::Engine>> engine =
           runtime::Engine::Create(r->plan, runtime::EngineOptions{1});

@@ -83,21 +83,29 @@ builder::BuildOptions Int8Options(const ir::Graph& g, bool asymmetric) {
   return o;
 }
 
-/// Build's fused graph and decision for `g`, realized in `form`.
+/// Build's plan for the graph `make` gives, and the same graph quantized as Build does, in
+/// `form`.
 struct Compiled {
   builder::BuildResult build;
   std::unique_ptr<ir::Graph> quantized;
 };
-Compiled Compile(std::unique_ptr<ir::Graph> g, bool asymmetric, passes::QuantizedForm form) {
+Compiled Compile(std::unique_ptr<ir::Graph> (*make)(), bool asymmetric,
+                 passes::QuantizedForm form) {
+  std::unique_ptr<ir::Graph> g = make();
   const builder::BuildOptions o = Int8Options(*g, asymmetric);
   absl::StatusOr<builder::BuildResult> b = builder::Build(std::move(g), "m.onnx", o);
   EXPECT_TRUE(b.ok()) << b.status();
   if (!b.ok()) return {};
-  absl::StatusOr<std::unique_ptr<ir::Graph>> q =
-      passes::RealizeInt8(*b->graph, b->decision, nullptr, form);
-  EXPECT_TRUE(q.ok()) << q.status();
-  if (!q.ok()) return {};
-  return {*std::move(b), *std::move(q)};
+  std::unique_ptr<ir::Graph> q = make();
+  absl::Status s = passes::RunPipeline(*q, passes::DefaultPipeline()).status();
+  if (s.ok()) {
+    s = passes::RunPipeline(
+            *q, passes::QuantizePipeline(builder::PrecisionSetupFor(o, {}, false), nullptr, form))
+            .status();
+  }
+  EXPECT_TRUE(s.ok()) << s;
+  if (!s.ok()) return {};
+  return {*std::move(b), std::move(q)};
 }
 
 const ir::Node* NodeNamed(const ir::Graph& g, const std::string& name) {
@@ -137,9 +145,9 @@ std::vector<Tensor> RunPlan(const runtime::Plan& plan, const std::vector<Tensor>
 TEST(QdqFormTest, EachQuantizedOpIsItsOnnxOpBetweenDequantizeAndQuantize) {
   for (const bool uint8 : {false, true}) {
     SCOPED_TRACE(uint8 ? "uint8 asymmetric" : "int8 symmetric");
-    const Compiled c = Compile(ImageNet(), uint8, passes::QuantizedForm::kScale);
+    const Compiled c = Compile(ImageNet, uint8, passes::QuantizedForm::kScale);
     ASSERT_NE(c.quantized, nullptr);
-    const Compiled folded = Compile(ImageNet(), uint8, passes::QuantizedForm::kInteger);
+    const Compiled folded = Compile(ImageNet, uint8, passes::QuantizedForm::kInteger);
     ASSERT_NE(folded.quantized, nullptr);
     passes::QdqOptions options;
     options.uint8_activations = uint8;
@@ -236,7 +244,7 @@ TEST(QdqFormTest, EachQuantizedOpIsItsOnnxOpBetweenDequantizeAndQuantize) {
 }
 
 TEST(QdqFormTest, ALinearLayerWithAnFp32ResultIsAMatMulAndItsBias) {
-  const Compiled c = Compile(LinearLayer(), false, passes::QuantizedForm::kScale);
+  const Compiled c = Compile(LinearLayer, false, passes::QuantizedForm::kScale);
   ASSERT_NE(c.quantized, nullptr);
   ASSERT_EQ(CountOps(*c.quantized, OpKind::kQGemm), 1) << ir::PrintGraph(*c.quantized);
   absl::StatusOr<passes::QdqModel> m = passes::QdqForm(*c.quantized, {});
@@ -273,7 +281,7 @@ TEST(QdqFormTest, CompilingTheQdqFormGivesThePlansOutputsBitForBit) {
                         {"linear", LinearLayer, {2, 5, 8}, false}};
   for (const Case& k : cases) {
     SCOPED_TRACE(k.name);
-    Compiled c = Compile(k.make(), k.asymmetric, passes::QuantizedForm::kScale);
+    Compiled c = Compile(k.make, k.asymmetric, passes::QuantizedForm::kScale);
     ASSERT_NE(c.quantized, nullptr);
     passes::QdqOptions options;
     options.uint8_activations = k.asymmetric;
@@ -285,8 +293,9 @@ TEST(QdqFormTest, CompilingTheQdqFormGivesThePlansOutputsBitForBit) {
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_TRUE(back->qdq_model);
     // The same nodes in int8, the Linear layer's with its fp32 result.
-    EXPECT_EQ(back->decision.int8.size(), c.build.decision.int8.size());
-    EXPECT_EQ(back->decision.float_result.size(), c.build.decision.float_result.size());
+    EXPECT_EQ(back->precision.Count(passes::NodePrecision::kInt8),
+              c.build.precision.Count(passes::NodePrecision::kInt8));
+    EXPECT_EQ(back->counts.float_results, c.build.counts.float_results);
 
     const std::vector<Tensor> input = {SeededUniform(k.input, 11, -1.2f, 1.2f)};
     const std::vector<Tensor> want = RunPlan(c.build.plan, input);
@@ -306,7 +315,7 @@ TEST(QdqFormTest, CompilingTheQdqFormGivesThePlansOutputsBitForBit) {
 }
 
 TEST(QdqFormTest, TheIntegerFormAndDynamicGemmsAreRefusedByName) {
-  const Compiled c = Compile(ImageNet(), false, passes::QuantizedForm::kInteger);
+  const Compiled c = Compile(ImageNet, false, passes::QuantizedForm::kInteger);
   ASSERT_NE(c.quantized, nullptr);
   absl::StatusOr<passes::QdqModel> m = passes::QdqForm(*c.quantized, {});
   ASSERT_FALSE(m.ok());
@@ -317,12 +326,13 @@ TEST(QdqFormTest, TheIntegerFormAndDynamicGemmsAreRefusedByName) {
   builder::BuildOptions o;
   o.precision = builder::Precision::kInt8;
   o.dynamic = true;
-  absl::StatusOr<builder::BuildResult> b = builder::Build(LinearLayer(), "m.onnx", o);
-  ASSERT_TRUE(b.ok()) << b.status();
-  absl::StatusOr<std::unique_ptr<ir::Graph>> q =
-      passes::RealizeInt8(*b->graph, b->decision, nullptr, passes::QuantizedForm::kScale);
-  ASSERT_TRUE(q.ok()) << q.status();
-  m = passes::QdqForm(**q, {});
+  std::unique_ptr<ir::Graph> q = LinearLayer();
+  ASSERT_TRUE(passes::RunPipeline(*q, passes::DefaultPipeline()).ok());
+  ASSERT_TRUE(
+      passes::RunPipeline(*q, passes::QuantizePipeline(builder::PrecisionSetupFor(o, {}, false),
+                                                       nullptr, passes::QuantizedForm::kScale))
+          .ok());
+  m = passes::QdqForm(*q, {});
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_TRUE(absl::StrContains(m.status().message(), "'matmul'")) << m.status();

@@ -192,6 +192,62 @@ TEST(RealizeInt8Test, TheDecisionIsInTheGraph) {
       << printed;
 }
 
+// assign-precision is an ordinary pass: RunPipeline verifies and re-infers the quantized graph it
+// leaves, which is RealizeInt8's to the printed character, and its report counts what the
+// decision has.
+TEST(RealizeInt8Test, AssignPrecisionRunsInAPipelineAndReportsTheDecisionByName) {
+  const std::unique_ptr<ir::Graph> fused = SmallNet();
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*fused, Ranges(*fused), {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> want = passes::RealizeInt8(*fused, *d);
+  ASSERT_TRUE(want.ok()) << want.status();
+
+  const std::unique_ptr<ir::Graph> g = SmallNet();
+  passes::PrecisionSetup setup;
+  setup.ranges = Ranges(*g);
+  passes::PrecisionReport report;
+  absl::StatusOr<std::vector<passes::PassRecord>> records =
+      passes::RunPipeline(*g, passes::QuantizePipeline(setup, &report));
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 4u);
+  EXPECT_EQ((*records)[0].name, "assign-precision");
+  EXPECT_EQ((*records)[0].nodes_before, static_cast<int>(fused->nodes().size()));
+  EXPECT_NE((*records)[0].summary.find("+8 qcc.Quantize"), std::string::npos)
+      << (*records)[0].summary;
+  EXPECT_EQ((*records)[3].name, "fold-scales");
+  EXPECT_EQ(ir::PrintGraph(*g), ir::PrintGraph(**want));
+
+  // The report, by name, of what the decision holds by pointer.
+  ASSERT_EQ(report.nodes.size(), fused->nodes().size());
+  EXPECT_EQ(report.Count(passes::NodePrecision::kInt8), static_cast<int>(d->int8.size()));
+  EXPECT_EQ(report.Count(passes::NodePrecision::kInt8), 8);
+  EXPECT_EQ(report.Count(passes::NodePrecision::kDynamic), 0);
+  int weighted = 0;
+  for (size_t i = 0; i < report.nodes.size(); ++i) {
+    const ir::Node* n = fused->nodes()[i].get();
+    EXPECT_EQ(report.nodes[i].name, n->name());
+    EXPECT_EQ(report.nodes[i].kind, n->kind());
+    EXPECT_EQ(report.nodes[i].precision == passes::NodePrecision::kInt8, d->runs_int8(n))
+        << n->name();
+    weighted += report.nodes[i].int8_weights ? 1 : 0;
+  }
+  EXPECT_EQ(weighted, 3);  // conv1, conv2, fc
+  ASSERT_EQ(report.int8_tensors.size(), d->params.size());
+  const passes::QuantParams& px = d->params.at(fused->FindValue("x"));
+  EXPECT_EQ(report.int8_tensors.at("x").scale, px.scale);
+
+  // An --exclude typo fails the pass, named.
+  const std::unique_ptr<ir::Graph> typo = SmallNet();
+  setup.options.exclude = {"conv9"};
+  records = passes::RunPipeline(*typo, passes::QuantizePipeline(setup, &report));
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(records.status().message(),
+                                "pass assign-precision: --exclude "
+                                "'conv9' matches no node"))
+      << records.status();
+}
+
 TEST(RealizeInt8Test, EachNodeIsQuantizedAloneThenPassesCancelTheQdqPairsAndFoldTheScales) {
   const std::unique_ptr<ir::Graph> g = SmallNet();
   absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(*g, Ranges(*g), {});

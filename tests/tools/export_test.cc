@@ -334,7 +334,7 @@ TEST_F(ExportTest, InspectPrintsTheQuantizedGraphTheLoweringReads) {
   EXPECT_EQ(qconvs, kResnet20Convs);
   EXPECT_EQ(quantizes, 1);    // the image
   EXPECT_EQ(dequantizes, 1);  // the logits
-  EXPECT_NE(r.out.find(absl::StrCat("pass realize-int8: changed, nodes ")), std::string::npos)
+  EXPECT_NE(r.out.find(absl::StrCat("pass assign-precision: changed, nodes ")), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(absl::StrCat("-", kResnet20Convs, " Conv")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(absl::StrCat("+", kResnet20Convs, " qcc.QConv")), std::string::npos)
