@@ -175,12 +175,12 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
   // A QDQ model: the pairs become tensor parameters (an fp32 or fp16 plan runs the float model
   // between them).
   if (r.qdq_model) {
-    absl::StatusOr<passes::QdqImport> absorbed = passes::AbsorbQdq(*graph);
+    passes::Pipeline absorb;
+    absorb.push_back(passes::CreateAbsorbQdqPass(&r.qdq));
+    absl::Status absorbed = passes::RunPipeline(*graph, absorb).status();
     if (!absorbed.ok()) {
-      return absl::Status(absorbed.status().code(),
-                          absl::StrCat(source, ": ", absorbed.status().message()));
+      return absl::Status(absorbed.code(), absl::StrCat(source, ": ", absorbed.message()));
     }
-    r.qdq = *std::move(absorbed);
   }
   QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   const std::vector<FusedNode> fused = FusedNodes(*graph);

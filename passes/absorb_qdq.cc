@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -303,6 +305,24 @@ class Absorber {
   absl::flat_hash_map<ir::Value*, QuantParams> params_;
 };
 
+class AbsorbQdqPass : public Pass {
+ public:
+  explicit AbsorbQdqPass(QdqImport* report) : report_(report) {}
+  absl::string_view name() const override { return "absorb-qdq"; }
+  absl::StatusOr<bool> Run(ir::Graph& graph) const override {
+    QdqImport read;
+    const bool qdq = HasQdq(graph);
+    if (qdq) {
+      QCC_ASSIGN_OR_RETURN(read, AbsorbQdq(graph));
+    }
+    if (report_ != nullptr) *report_ = std::move(read);
+    return qdq;
+  }
+
+ private:
+  QdqImport* report_;
+};
+
 }  // namespace
 
 bool HasQdq(const ir::Graph& graph) {
@@ -312,6 +332,10 @@ bool HasQdq(const ir::Graph& graph) {
     }
   }
   return false;
+}
+
+std::unique_ptr<Pass> CreateAbsorbQdqPass(QdqImport* report) {
+  return std::make_unique<AbsorbQdqPass>(report);
 }
 
 absl::StatusOr<QdqImport> AbsorbQdq(ir::Graph& graph) {

@@ -5,11 +5,13 @@
 #define QCC_PASSES_ABSORB_QDQ_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "passes/pass.h"
 #include "passes/quantize.h"
 
 namespace qcc::passes {
@@ -43,6 +45,12 @@ bool HasQdq(const ir::Graph& graph);
 /// output is read by something else than a DequantizeLinear, a DQ of a non-constant that no Q
 /// feeds.
 absl::StatusOr<QdqImport> AbsorbQdq(ir::Graph& graph);
+
+/// absorb-qdq: AbsorbQdq as a pass, the first of a QDQ model's pipeline, so that `qcc inspect
+/// --passes` records it like the others. Each Run writes what it read to `report` (when not
+/// null; empty for a graph without Q/DQ, which it leaves unchanged); the report must outlive
+/// the pass.
+std::unique_ptr<Pass> CreateAbsorbQdqPass(QdqImport* report);
 
 }  // namespace qcc::passes
 

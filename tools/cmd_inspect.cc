@@ -13,7 +13,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "builder/build.h"
 #include "ir/printer.h"
+#include "passes/absorb_qdq.h"
 #include "passes/passes.h"
 #include "passes/qdq_form.h"
 #include "passes/realize_int8.h"
@@ -74,9 +76,17 @@ absl::Status InspectCommand(const InspectOptions& opts) {
     return InspectPlanCommand(opts.model);
   }
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, LoadModel(opts.model));
+  const bool qdq_model = passes::HasQdq(*graph);
   std::vector<passes::PassRecord> records;
+  passes::QdqImport qdq;
   if (opts.passes) {
-    auto ran = passes::RunPipeline(*graph, passes::DefaultPipeline());
+    // A QDQ model's pairs first become tensor parameters, as in compile.
+    passes::Pipeline pipeline;
+    if (qdq_model) pipeline.push_back(passes::CreateAbsorbQdqPass(&qdq));
+    for (std::unique_ptr<passes::Pass>& pass : passes::DefaultPipeline()) {
+      pipeline.push_back(std::move(pass));
+    }
+    auto ran = passes::RunPipeline(*graph, pipeline);
     if (!ran.ok()) {
       return absl::Status(ran.status().code(),
                           absl::StrCat("model '", opts.model, "': ", ran.status().message()));
@@ -89,14 +99,28 @@ absl::Status InspectCommand(const InspectOptions& opts) {
           "--int8, --qdq and --calib go together with --passes: qcc inspect MODEL --passes "
           "--int8");
     }
-    // The table was made for the unfused model: check it against a fresh import.
-    QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> imported, LoadModel(opts.model));
-    QCC_ASSIGN_OR_RETURN(Int8Table table, LoadInt8Table(opts.model, opts.calib, "", *imported));
+    passes::PrecisionSetup setup;
+    if (qdq_model) {
+      // The model's own scales, as compile --int8 uses them.
+      if (!opts.calib.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", opts.model,
+            "' is a QDQ model: its QuantizeLinear/DequantizeLinear nodes give the scales, so "
+            "--calib does not apply; drop it"));
+      }
+      builder::BuildOptions build;
+      build.precision = builder::Precision::kInt8;
+      setup = builder::PrecisionSetupFor(build, qdq, /*qdq_model=*/true);
+    } else {
+      // The table was made for the unfused model: check it against a fresh import.
+      QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> imported, LoadModel(opts.model));
+      QCC_ASSIGN_OR_RETURN(Int8Table table, LoadInt8Table(opts.model, opts.calib, "", *imported));
+      setup = StaticSetup(table, false, false, {});
+    }
     QCC_ASSIGN_OR_RETURN(
         std::vector<passes::PassRecord> quantized,
         passes::RunPipeline(*graph,
-                            passes::QuantizePipeline(StaticSetup(table, false, false, {}),
-                                                     /*report=*/nullptr,
+                            passes::QuantizePipeline(std::move(setup), /*report=*/nullptr,
                                                      opts.qdq ? passes::QuantizedForm::kScale
                                                               : passes::QuantizedForm::kInteger)));
     records.insert(records.end(), quantized.begin(), quantized.end());

@@ -345,7 +345,8 @@ int Main(int argc, char** argv) {
                         "(QuantizeLinear/DequantizeLinear nodes around float ops)");
   inspect_cmd
       ->add_option("--calib", inspect.calib,
-                   "The calibration table for --int8 (default: MODEL.calib.json)")
+                   "The calibration table for --int8 (default: MODEL.calib.json; a QDQ "
+                   "model uses its own scales)")
       ->type_name("TABLE.json");
 
   BenchOptions bench;

@@ -346,5 +346,30 @@ TEST_F(ExportTest, InspectPrintsTheQuantizedGraphTheLoweringReads) {
   ExpectOneLineError(Qcc({"inspect", Resnet20Model(), "--qdq"}), {"--passes"});
 }
 
+TEST_F(ExportTest, InspectOfAQdqModelAbsorbsItsPairsAndQuantizesWithItsOwnScales) {
+  // A QDQ model (qcc's own export) needs no table: its pairs become tensor parameters in the
+  // absorb-qdq pass, which assign-precision then uses, as compile --int8 does.
+  ASSERT_EQ(CalibrateResnet20(Path("t.json")).exit_code, 0);
+  ASSERT_EQ(
+      Qcc({"export", Resnet20Model(), "--calib", Path("t.json"), "-o", Path("q.onnx")}).exit_code,
+      0);
+  const QccResult r = Qcc({"inspect", Path("q.onnx"), "--passes", "--int8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pass absorb-qdq: changed, nodes "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" QuantizeLinear, -"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass assign-precision: changed"), std::string::npos) << r.out;
+  int qconvs = 0, linear = 0;
+  for (const std::string& line : Lines(r.out)) {
+    qconvs += line.find(" = qcc.QConv(") != std::string::npos;
+    linear += line.find("QuantizeLinear(") != std::string::npos;
+  }
+  EXPECT_EQ(qconvs, kResnet20Convs);
+  EXPECT_EQ(linear, 0);  // every pair absorbed
+  // The table does not apply to it.
+  ExpectOneLineError(
+      Qcc({"inspect", Path("q.onnx"), "--passes", "--int8", "--calib", Path("t.json")}),
+      {"q.onnx", "QDQ model", "--calib"});
+}
+
 }  // namespace
 }  // namespace qcc::testing
