@@ -129,8 +129,9 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
       if (step.ints.empty() || step.ints[0] < 0 ||
           step.ints[0] > static_cast<int64_t>(UnaryFn::kLeakyRelu)) {
         return absl::UnimplementedError(absl::StrCat(
-            "step ", i, " '", step.name, "' (", name,
-            "): this unary function has no CUDA kernel yet; compile with --target cpu"));
+            "step ", i, " '", step.name, "' (", name, "): the unary function ",
+            step.ints.empty() ? "unknown" : UnaryFnName(static_cast<UnaryFn>(step.ints[0])),
+            " has no CUDA kernel yet (Relu to LeakyRelu have); compile with --target cpu"));
       }
       return choice(CudaKernel::kIndex, name, ": one thread per element (own kernel)");
     case StepKind::kCast:

@@ -77,6 +77,17 @@ inline constexpr int kNumUnaryFns = 0
 #undef QCC_UNARY_COUNT
     ;
 
+/// The function's name as QCC_UNARY_FNS spells it ("HardSigmoid"); "unknown" out of range.
+inline const char* UnaryFnName(UnaryFn fn) {
+  constexpr const char* kNames[] = {
+#define QCC_UNARY_NAME(name, cost) #name,
+      QCC_UNARY_FNS(QCC_UNARY_NAME)
+#undef QCC_UNARY_NAME
+  };
+  const int i = static_cast<int>(fn);
+  return i >= 0 && i < kNumUnaryFns ? kNames[i] : "unknown";
+}
+
 /// A function and its constants. What alpha, beta and gamma mean is said at each case of
 /// UnaryValueOf; the functions without constants ignore them.
 struct UnaryCall {

@@ -98,6 +98,30 @@ TEST(BuildTest, EveryPrecisionAndTargetGivesAPlanWithItsMetadata) {
   }
 }
 
+TEST(BuildTest, ACudaPlanRefusesAUnaryFunctionWithoutAKernelNamingIt) {
+  auto g = std::make_unique<ir::Graph>();
+  g->set_opset(17);
+  ir::Value* x = g->AddInput("x", ir::TensorType(DType::kFloat32, {1, 8}));
+  g->AddOutput(g->AddNode(OpKind::kExp, "the_exp", {x}, {"y"})->output(0));
+  ASSERT_TRUE(ir::InferShapes(*g).ok());
+  BuildOptions o;
+  o.target = Target::kCuda;
+  absl::StatusOr<BuildResult> r = Build(std::move(g), "exp.onnx", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  for (const char* part :
+       {"'the_exp'", "the unary function Exp has no CUDA kernel", "--target cpu"}) {
+    EXPECT_NE(r.status().message().find(part), std::string::npos) << r.status();
+  }
+  o.target = Target::kCpu;  // the CPU runs every function
+  auto cpu = std::make_unique<ir::Graph>();
+  cpu->set_opset(17);
+  x = cpu->AddInput("x", ir::TensorType(DType::kFloat32, {1, 8}));
+  cpu->AddOutput(cpu->AddNode(OpKind::kExp, "the_exp", {x}, {"y"})->output(0));
+  ASSERT_TRUE(ir::InferShapes(*cpu).ok());
+  EXPECT_TRUE(Build(std::move(cpu), "exp.onnx", o).ok());
+}
+
 TEST(BuildTest, AGivenBatchRangeAndAFixedBatch) {
   BuildOptions o;
   o.batch_min = 2;
