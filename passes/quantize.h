@@ -3,9 +3,12 @@
 // Input: the fused fp32 graph (passes::DefaultPipeline) and, per observed tensor, the range a
 // calibration method picked. Output: which nodes run in int8, the scale and zero point of every
 // int8 tensor, and the quantized weights, bias (zero-point correction folded in) and
-// requantization multipliers of every int8 Conv/Gemm. passes::RealizeInt8 writes it into the IR
-// (qcc.Quantize/Dequantize, QConv, QGemm, QLut; the int32 bias and multipliers again by its
-// fold-scales pass, from the same FoldedBias and RequantMultiplier), which the lowering reads.
+// requantization multipliers of every int8 Conv/Gemm. The assign-precision pass
+// (passes/realize_int8.h) decides and writes the decision into the IR in one step
+// (qcc.Quantize/Dequantize, QConv, QGemm, QLut; the int32 bias and multipliers again by the
+// fold-scales pass, from the same FoldedBias and RequantMultiplier), which the lowering reads;
+// it leaves a PrecisionReport, the decision by name, for the reports that outlive the fused
+// graph.
 #ifndef QCC_PASSES_QUANTIZE_H_
 #define QCC_PASSES_QUANTIZE_H_
 
