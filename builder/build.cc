@@ -172,17 +172,14 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
   QCC_RETURN_IF_ERROR(ChooseBatch(*graph, options, &batch_min, &batch_max));
   CountWeights(*graph, &r.parameters, &r.model_weight_bytes);
 
-  // A QDQ model: the pairs become tensor parameters (an fp32 or fp16 plan runs the float model
-  // between them).
-  if (r.qdq_model) {
-    passes::Pipeline absorb;
-    absorb.push_back(passes::CreateAbsorbQdqPass(&r.qdq));
-    absl::Status absorbed = passes::RunPipeline(*graph, absorb).status();
-    if (!absorbed.ok()) {
-      return absl::Status(absorbed.code(), absl::StrCat(source, ": ", absorbed.message()));
-    }
+  // The fp32 pipeline; for a QDQ model its pairs first become tensor parameters (an fp32 or fp16
+  // plan runs the float model between them).
+  absl::Status fused_ok = passes::RunPipeline(*graph, r.qdq_model ? passes::QdqModelPipeline(&r.qdq)
+                                                                  : passes::DefaultPipeline())
+                              .status();
+  if (!fused_ok.ok()) {
+    return absl::Status(fused_ok.code(), absl::StrCat(source, ": ", fused_ok.message()));
   }
-  QCC_RETURN_IF_ERROR(passes::RunPipeline(*graph, passes::DefaultPipeline()).status());
   const std::vector<FusedNode> fused = FusedNodes(*graph);
   std::vector<std::string> qdq_tensors;  // the model's quantized tensors the fused graph has
   for (const auto& [name, p] : r.qdq.activations) {

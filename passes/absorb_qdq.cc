@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/shape_inference.h"
 #include "passes/fuse_util.h"
+#include "passes/passes.h"
 #include "support/status.h"
 
 namespace qcc::passes {
@@ -336,6 +337,13 @@ bool HasQdq(const ir::Graph& graph) {
 
 std::unique_ptr<Pass> CreateAbsorbQdqPass(QdqImport* report) {
   return std::make_unique<AbsorbQdqPass>(report);
+}
+
+Pipeline QdqModelPipeline(QdqImport* report) {
+  Pipeline p;
+  p.push_back(CreateAbsorbQdqPass(report));
+  for (std::unique_ptr<Pass>& pass : DefaultPipeline()) p.push_back(std::move(pass));
+  return p;
 }
 
 absl::StatusOr<QdqImport> AbsorbQdq(ir::Graph& graph) {

@@ -52,6 +52,9 @@ absl::StatusOr<QdqImport> AbsorbQdq(ir::Graph& graph);
 /// the pass.
 std::unique_ptr<Pass> CreateAbsorbQdqPass(QdqImport* report);
 
+/// The fp32 pipeline of a QDQ model: absorb-qdq (writing `report`), then DefaultPipeline.
+Pipeline QdqModelPipeline(QdqImport* report);
+
 }  // namespace qcc::passes
 
 #endif  // QCC_PASSES_ABSORB_QDQ_H_

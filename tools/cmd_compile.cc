@@ -146,14 +146,10 @@ absl::Status CompileCommand(const CompileOptions& options) {
   QCC_RETURN_IF_ERROR(runtime::WritePlan(plan, output));
 
   // Shape arithmetic computed at compile time runs no step: it is counted apart.
-  const int nodes = counts.nodes, shape_nodes = counts.shape_nodes;
-  const int gemms = counts.gemms, float_results = counts.float_results;
-  const int float_gemms = counts.float_gemms;
-  const int attentions = counts.attentions, int8_attentions = counts.int8_attentions;
   const std::string shape_note =
-      shape_nodes == 0
-          ? ""
-          : absl::StrCat("; ", shape_nodes, " shape-arithmetic nodes computed at compile time");
+      counts.shape_nodes == 0 ? ""
+                              : absl::StrCat("; ", counts.shape_nodes,
+                                             " shape-arithmetic nodes computed at compile time");
   std::map<std::string, uint64_t> weight_bytes;
   for (const runtime::PlanWeight& w : plan.weights)
     weight_bytes[std::string(DTypeName(w.dtype))] += w.nbytes;
@@ -162,39 +158,42 @@ absl::Status CompileCommand(const CompileOptions& options) {
   if (options.int8) {
     std::printf(
         "compiled %s: %d of %d nodes in int8 (%s weights, %s activations, %s), %zu steps%s\n",
-        options.model.c_str(), counts.int8, nodes, plan.metadata["weights"].c_str(),
+        options.model.c_str(), counts.int8, counts.nodes, plan.metadata["weights"].c_str(),
         plan.metadata["activations"].c_str(), plan.metadata["calib_method"].c_str(),
         plan.steps.size(), shape_note.c_str());
   } else if (options.fp16) {
     std::printf(
         "compiled %s: %d nodes in fp16 (fp16 weights and activations, fp32 "
         "accumulation), %zu steps%s\n",
-        options.model.c_str(), nodes, plan.steps.size(), shape_note.c_str());
+        options.model.c_str(), counts.nodes, plan.steps.size(), shape_note.c_str());
   } else {
     std::printf("compiled %s: %d nodes in fp32 (the unquantized baseline), %zu steps%s\n",
-                options.model.c_str(), nodes, plan.steps.size(), shape_note.c_str());
+                options.model.c_str(), counts.nodes, plan.steps.size(), shape_note.c_str());
   }
   std::printf("weights:%s; arena %llu B at batch %lld (no reuse: %s B)\n", bytes.c_str(),
               static_cast<unsigned long long>(plan.arena_bytes), static_cast<long long>(batch_max),
               plan.metadata["arena_no_reuse_bytes"].c_str());
-  if (options.int8 && gemms > 0) {
+  if (options.int8 && counts.gemms > 0) {
     // What a transformer's user asks first: which products run in int8, and why the rest do not
     // (one "stays in float" line each, below).
-    std::printf("  MatMul/Gemm: %d of %d in int8%s; %d in fp32%s\n", gemms - float_gemms, gemms,
-                options.dynamic     ? " (activations quantized per row at run time, fp32 results)"
-                : float_results > 0 ? absl::StrCat(" (", float_results,
-                                                   " with fp32 results: their consumers are float)")
-                                          .c_str()
-                                    : "",
-                float_gemms, float_gemms > 0 ? " (why: the lines below)" : "");
+    std::printf("  MatMul/Gemm: %d of %d in int8%s; %d in fp32%s\n",
+                counts.gemms - counts.float_gemms, counts.gemms,
+                options.dynamic ? " (activations quantized per row at run time, fp32 results)"
+                : counts.float_results > 0
+                    ? absl::StrCat(" (", counts.float_results,
+                                   " with fp32 results: their consumers are float)")
+                          .c_str()
+                    : "",
+                counts.float_gemms, counts.float_gemms > 0 ? " (why: the lines below)" : "");
   }
-  if (options.int8 && attentions > 0) {
+  if (options.int8 && counts.attentions > 0) {
     std::printf(
         "  attention: %d fused (Q.K^T, mask, softmax and P.V in one step each: %d products of two "
         "activations); %d in int8 (Q and K quantized per row, V per column, at run time; "
         "probabilities in u8); %d in fp32%s\n",
-        attentions, 2 * attentions, int8_attentions, attentions - int8_attentions,
-        attentions > int8_attentions ? " (why: the lines below)" : "");
+        counts.attentions, 2 * counts.attentions, counts.int8_attentions,
+        counts.attentions - counts.int8_attentions,
+        counts.attentions > counts.int8_attentions ? " (why: the lines below)" : "");
   }
   if (precision.widened_channels > 0) {
     std::printf(

@@ -81,12 +81,8 @@ absl::Status InspectCommand(const InspectOptions& opts) {
   passes::QdqImport qdq;
   if (opts.passes) {
     // A QDQ model's pairs first become tensor parameters, as in compile.
-    passes::Pipeline pipeline;
-    if (qdq_model) pipeline.push_back(passes::CreateAbsorbQdqPass(&qdq));
-    for (std::unique_ptr<passes::Pass>& pass : passes::DefaultPipeline()) {
-      pipeline.push_back(std::move(pass));
-    }
-    auto ran = passes::RunPipeline(*graph, pipeline);
+    auto ran = passes::RunPipeline(
+        *graph, qdq_model ? passes::QdqModelPipeline(&qdq) : passes::DefaultPipeline());
     if (!ran.ok()) {
       return absl::Status(ran.status().code(),
                           absl::StrCat("model '", opts.model, "': ", ran.status().message()));
