@@ -1,7 +1,7 @@
 // The fp32 convolution kernels on the conv layers of two shared models (Google Benchmark):
 // resnet20-cifar10 at batch 32 and squeezenet1.1 at batch 1, each layer through ConvF32 (the
 // kernel this CPU dispatches to: AVX-512, else AVX2, microkernel) and through ConvF32Im2col
-// (im2col + OpenBLAS sgemm, the path without either). Weights are packed once, as a plan's
+// (im2col + GemmF32, Eigen's sgemm: the path without either). Weights are packed once, as a plan's
 // Conv step does. Each reports GFLOP/s (2 per multiply-add); compare the two at one thread count
 // and repetition count (a noisy machine: use --benchmark_repetitions and the median or min).
 //

@@ -1,4 +1,4 @@
-// Gemm, MatMul and qcc.Attention on the CPU, on the OpenBLAS sgemm wrapper; Gemm applies its
+// Gemm, MatMul and qcc.Attention on the CPU, on GemmF32 (kernels/cpu/gemm.h); Gemm applies its
 // fused activation after the product.
 #include <algorithm>
 #include <vector>

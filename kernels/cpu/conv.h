@@ -68,7 +68,7 @@ void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
 int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);
 
 /// ConvF32's contract on any CPU: each (image chunk, group) becomes one im2col (skipped for
-/// pointwise convolutions) and one GemmF32 (OpenBLAS sgemm, split over p.num_threads).
+/// pointwise convolutions) and one GemmF32 (Eigen's sgemm, split over p.num_threads).
 void ConvF32Im2col(const ConvF32Params& p, const float* x, const float* w, const float* bias,
                    float* y, float* workspace);
 

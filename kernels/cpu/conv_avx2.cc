@@ -4,7 +4,7 @@
 // the padded input, see "Implicit-im2col path"), writing y in place with bias and fused
 // activation.
 //
-// Why not sgemm (ConvF32Im2col, OpenBLAS): the convolutions of small CNNs are many small
+// Why not sgemm (ConvF32Im2col, GemmF32): the convolutions of small CNNs are many small
 // products, where a BLAS packs the whole im2col matrix it is handed before multiplying, and
 // splits each small product over threads; here the weights are packed once (at plan load), the
 // threads take whole pieces (image, group, band of rows or block of channels), and a 4 x 24

@@ -1,4 +1,4 @@
-// fp32 GEMM on OpenBLAS (CBLAS). The one place qcc calls a BLAS.
+// fp32 GEMM on Eigen's matrix product (gemm_eigen_internal.h): the one sgemm qcc calls.
 #ifndef QCC_KERNELS_CPU_GEMM_H_
 #define QCC_KERNELS_CPU_GEMM_H_
 
@@ -18,9 +18,10 @@ struct GemmF32Params {
 };
 
 /// Row-major sgemm. With beta == 0, C need not be initialised. Large products are split over
-/// p.threads threads (by rows or columns of C), each slice one single-threaded sgemm. OpenBLAS's
-/// own pool is kept at one thread: GemmF32 threads itself, so no BLAS worker is left spinning
-/// between calls, and no process-wide setting is shared between callers.
+/// p.threads threads (by rows or columns of C), each slice one single-threaded sgemm on the
+/// calling pool's threads: no BLAS worker pool exists to spin between calls, and no process-wide
+/// setting is shared between callers. The widest build this CPU runs (AVX-512F, AVX2 + FMA, or
+/// the baseline) computes it, so the last bits depend on the CPU, not on p.threads.
 void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c);
 
 }  // namespace qcc::cpu

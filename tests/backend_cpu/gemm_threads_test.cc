@@ -1,5 +1,5 @@
 // GemmF32 splits a product into chunks that depend on its shape only: the same bits at every
-// thread count (OpenBLAS's result for a row or column depends on the extent of the call that
+// thread count (a sgemm's result for a row or column depends on the extent of the call that
 // computes it, so a split by thread count changed fp32 outputs and calibration tables).
 #include <gtest/gtest.h>
 
@@ -29,11 +29,11 @@ GemmF32Params Product(int m, int n, int k, int threads) {
   return p;
 }
 
-TEST(GemmThreadsTest, OpenBlasStartsNoWorkerThreads) {
-  // gemm.cc stops OpenBLAS's worker pool as the program starts (it would spin on the other
-  // cores for about 0.1 s); a product afterwards runs on the calling thread and starts none. So
-  // this process has only its main thread and qcc's own pool workers. (ctest runs every test in
-  // a process of its own.)
+TEST(GemmThreadsTest, StartsNoWorkerThreadsOfItsOwn) {
+  // A product runs on the calling thread and qcc's own pool: no BLAS worker pool (OpenBLAS's,
+  // which qcc used before Eigen, spun on the other cores for about 0.1 s after every threaded
+  // call). So this process has only its main thread and qcc's own pool workers. (ctest runs
+  // every test in a process of its own.)
   std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64);
   GemmF32(Product(64, 64, 64, 1), a.data(), b.data(), c.data());
   EXPECT_EQ(c[0], 64.0f);

@@ -4,7 +4,7 @@
 # (the evaluator and the lowerings), ONNX or protobuf header. The kernels are in kernels/.
 set(errors "")
 if(FORBIDDEN)
-  string(APPEND errors "qcc_runtime links compiler-side libraries: ${FORBIDDEN}\n")
+  string(APPEND errors "qcc_runtime links libraries it must not (compiler-side ones, or a BLAS): ${FORBIDDEN}\n")
 endif()
 file(GLOB_RECURSE sources ${SOURCE_DIR}/*.h ${SOURCE_DIR}/*.cc ${SOURCE_DIR}/*.cu)
 set(include_re "^[ \t]*#[ \t]*include[ \t]*[<\"]")

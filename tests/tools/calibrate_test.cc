@@ -77,9 +77,9 @@ TEST_F(CalibrateTest, Resnet20TableIsCompleteAndReproducible) {
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(ReadWholeFile(Path("a.json")), ReadWholeFile(Path("c.json")));
   // Another batch size: the same statistics up to fp32 rounding. (Byte for byte only where every
-  // fp32 kernel is batch-invariant: OpenBLAS's sgemm, the fallback on CPUs without AVX-512,
-  // rounds a row of a product differently depending on how many rows the call has.) Every
-  // tensor, its range and the scale each method picks agree to 1e-5 relative.
+  // fp32 kernel is batch-invariant: a sgemm (GemmF32: MatMul, Gemm, and the convolution on CPUs
+  // without AVX2) rounds a row of a product differently depending on how many rows the call has.)
+  // Every tensor, its range and the scale each method picks agree to 1e-5 relative.
   const QccResult d = CalibrateCifar(Path("d.json"), {"--max-samples", "64", "--batch", "5"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   const QccResult inspect_a = Qcc({"inspect", Path("a.json")});
@@ -122,8 +122,8 @@ TEST_F(CalibrateTest, Resnet20TableIsCompleteAndReproducible) {
 
 TEST_F(CalibrateTest, ShardsMergeIntoTheWholeRunExactly) {
   // Batch 1 everywhere, so every sample runs through the same fp32 kernels in the whole run and
-  // in its shard (OpenBLAS, the fp32 fallback without AVX-512, is not batch-invariant to the last
-  // bit); what is tested is that merging statistics is exact.
+  // in its shard (a sgemm, under MatMul, Gemm and the convolution without AVX2, is not
+  // batch-invariant to the last bit); what is tested is that merging statistics is exact.
   ASSERT_EQ(CalibrateCifar(Path("all.json"), {"--max-samples", "30", "--batch", "1"}).exit_code, 0);
   for (int i = 0; i < 3; ++i) {
     const QccResult r = CalibrateCifar(
