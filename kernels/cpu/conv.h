@@ -42,7 +42,8 @@ int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
 /// with x zero outside its extents and act = p.activation. Shapes: x [N, C, in], w [M, C/groups,
 /// kernel], bias [M] or null, y [N, M, out]; `workspace` holds ConvF32WorkspaceSize(p) floats.
 /// Picks the kernel below that fits: direct depthwise, the AVX-512 microkernel where the CPU has
-/// it, else the AVX2 one where it has AVX2 and FMA, else im2col + sgemm. No allocation.
+/// it, else the AVX2 one where it has AVX2 and FMA, else im2col + sgemm. No allocation
+/// but the sgemm's own packing buffers (GemmF32, on the im2col path only).
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace);
 

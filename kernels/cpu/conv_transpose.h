@@ -20,7 +20,8 @@ int64_t ConvTransposeF32WorkspaceSize(const ConvF32Params& fwd);
 /// y[n, m, i] = bias[m] + sum over c in m's group, taps k, positions o with
 /// o * stride - pad + k * dilation = i of x[n, c, o] * w[c, m % (M/groups), k].
 /// x [N, C, fwd.out], w [C, M/groups, kernel], bias [M] or null, y [N, M, fwd.in]. Per image
-/// and group one sgemm (W^T x) and a col2im scatter-add; no allocation.
+/// and group one sgemm (W^T x) and a col2im scatter-add; no allocation but the sgemm's own
+/// packing buffers (GemmF32).
 void ConvTransposeF32Col2im(const ConvF32Params& fwd, const float* x, const float* w,
                             const float* bias, float* y, float* workspace);
 

@@ -24,7 +24,7 @@ SgemmFn SgemmSingleThread() {
 
 void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c) {
   if (p.m == 0 || p.n == 0) return;
-  if (p.k == 0) {
+  if (p.k == 0 || p.alpha == 0.0f) {
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {
         c[i * p.ldc + j] = p.beta == 0.0f ? 0.0f : p.beta * c[i * p.ldc + j];

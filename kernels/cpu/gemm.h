@@ -17,11 +17,14 @@ struct GemmF32Params {
   int threads = 1;
 };
 
-/// Row-major sgemm. With beta == 0, C need not be initialised. Large products are split over
-/// p.threads threads (by rows or columns of C), each slice one single-threaded sgemm on the
-/// calling pool's threads: no BLAS worker pool exists to spin between calls, and no process-wide
-/// setting is shared between callers. The widest build this CPU runs (AVX-512F, AVX2 + FMA, or
-/// the baseline) computes it, so the last bits depend on the CPU, not on p.threads.
+/// Row-major sgemm. With beta == 0, C need not be initialised; with alpha == 0 or k == 0, A and B
+/// are not read (C = beta * C, as BLAS does: a NaN in A or B does not reach C). Large products are
+/// split over p.threads threads (by rows or columns of C), each slice one single-threaded sgemm on
+/// the calling pool's threads: no BLAS worker pool exists to spin between calls, and no
+/// process-wide setting is shared between callers. The widest build this CPU runs (AVX-512F, AVX2 +
+/// FMA, or the baseline) computes it, so the last bits depend on the CPU, not on p.threads. Eigen
+/// allocates its packing buffers on the heap in each call (up to a few MB for large products;
+/// nothing over 16 KB on the stack, for embedders' threads with small stacks).
 void GemmF32(const GemmF32Params& p, const float* a, const float* b, float* c);
 
 }  // namespace qcc::cpu

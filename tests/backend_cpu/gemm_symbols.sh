@@ -37,7 +37,8 @@ for obj in "${objects[@]}"; do
         ;;
     esac
   done < <(nm -C --defined-only --extern-only "$obj")
-  if ! nm -C --defined-only --extern-only "$obj" | grep -q "SgemmEigen${isa}("; then
+  # (grep without -q: with pipefail, -q's early exit would fail nm with SIGPIPE.)
+  if ! nm -C --defined-only --extern-only "$obj" | grep "SgemmEigen${isa}(" >/dev/null; then
     echo "$base: no qcc::cpu::internal::SgemmEigen${isa} defined"
     bad=$((bad + 1))
   fi
