@@ -153,13 +153,17 @@ absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
     }
     case OpKind::kCast: {
       const ir::Value* x = node.input(0);
-      if (y->dtype() != DType::kFloat32) break;
-      if (IsFloat(x->dtype())) {  // f32 -> f32 (an f16 value is computed in f32 here)
+      if (y->dtype() != DType::kFloat32 && y->dtype() != DType::kFloat16) break;
+      // Float to f32 or f16: an f16 value is computed in f32 here, so the Cast is its input's
+      // buffer (an f16 graph output is cast into its f16 buffer after the step, as any is: a
+      // QDQ export of an fp16 model ends in one).
+      if (IsFloat(x->dtype())) {
         QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
         if (graph_outputs_.contains(y)) break;
         f32_[y] = in;
         return absl::OkStatus();
       }
+      if (y->dtype() != DType::kFloat32) break;  // integers -> f32 only
       QCC_ASSIGN_OR_RETURN(const int32_t in, Int(x, node));
       return emit(StepKind::kCast, {in}, WithParams(runtime::NoStepParams{}));
     }

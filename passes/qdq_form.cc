@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir/shape_inference.h"
+#include "passes/fuse_util.h"
 #include "passes/quantize.h"
 #include "support/status.h"
 
@@ -477,6 +478,20 @@ absl::StatusOr<QdqModel> QdqForm(const ir::Graph& quantized, const QdqOptions& o
 }
 
 absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph) {
+  // The model's interface keeps its types: a reduced-float graph input or computed output is
+  // noted here and gets a Cast at the edge below, so that whoever fed the fp16 model feeds its
+  // QDQ export the same arrays and reads the same type back.
+  std::vector<std::pair<ir::Value*, DType>> edge_inputs;
+  for (ir::Value* in : graph.inputs()) {
+    if (IsReducedFloat(in->dtype())) edge_inputs.push_back({in, in->dtype()});
+  }
+  std::vector<std::pair<int, DType>> edge_outputs;
+  for (int i = 0; i < static_cast<int>(graph.outputs().size()); ++i) {
+    const ir::Value* out = graph.outputs()[i];
+    if (IsReducedFloat(out->dtype()) && out->producer() != nullptr) {
+      edge_outputs.push_back({i, out->dtype()});
+    }
+  }
   int changed = 0;
   for (const auto& v : graph.values()) {
     if (!IsReducedFloat(v->dtype())) continue;
@@ -499,6 +514,30 @@ absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph) {
         value = CastTensor(value, DType::kFloat32);
       }
     }
+  }
+  for (const auto& [in, dtype] : edge_inputs) {
+    ir::Node* cast = graph.AddNode(OpKind::kCast, fuse::UniqueName(graph, in->name() + "_Cast"),
+                                   {in}, {fuse::UniqueName(graph, in->name() + "_float")});
+    const std::vector<ir::Value*> outputs = graph.outputs();
+    graph.ReplaceAllUsesWith(in, cast->output(0));
+    cast->SetInput(0, in);
+    for (int i = 0; i < static_cast<int>(outputs.size()); ++i) graph.SetOutput(i, outputs[i]);
+    ir::TensorType t = in->type();
+    t.dtype = dtype;
+    in->set_type(t);
+  }
+  for (const auto& [index, dtype] : edge_outputs) {
+    ir::Value* wide = graph.outputs()[index];
+    const std::string name = wide->name();
+    wide->set_name(fuse::UniqueName(graph, name + "_float"));
+    ir::Node* cast =
+        graph.AddNode(OpKind::kCast, fuse::UniqueName(graph, name + "_Cast"), {wide}, {name});
+    cast->mutable_attrs<ir::CastAttrs>().to = dtype;
+    graph.SetOutput(index, cast->output(0));
+  }
+  changed -= static_cast<int>(edge_inputs.size());  // they keep their type
+  if (!edge_inputs.empty() || !edge_outputs.empty()) {
+    QCC_RETURN_IF_ERROR(graph.TopologicalSort());
   }
   QCC_RETURN_IF_ERROR(ir::InferShapes(graph));
   return changed;

@@ -40,14 +40,18 @@ struct QdqModel {
 /// Names: the float result of an op keeps the tensor's name (a graph output's is NAME_float, the
 /// output being the DequantizeLinear's); its int8 form is NAME_quantized, other
 /// DequantizeLinear results NAME_dequantized, weights NODE_weight_*, bias NODE_bias_*. Then
-/// every fp16/bf16 tensor is made fp32 (opset-19 Q/DQ take their scale in the tensor's type,
-/// and ONNX Runtime's int8 kernels need fp32 scales) and the graph is sorted and shape-inferred.
+/// every fp16/bf16 tensor is made fp32 but at the graph's inputs and outputs (opset-19 Q/DQ take
+/// their scale in the tensor's type, and ONNX Runtime's int8 kernels need fp32 scales;
+/// WidenReducedFloats) and the graph is sorted and shape-inferred.
 /// Unimplemented, naming the node, for a dynamically quantized GEMM or an int8 qcc.Attention;
 /// InvalidArgument for the integer form (run RealizeInt8 with QuantizedForm::kScale).
 absl::StatusOr<QdqModel> QdqForm(const ir::Graph& quantized, const QdqOptions& options);
 
-/// Makes every fp16/bf16 tensor of `graph` fp32: constants, graph inputs and outputs, Cast and
-/// Constant/ConstantOfShape targets, then re-infers shapes. Returns how many tensors changed type.
+/// Makes every fp16/bf16 tensor of `graph` fp32: constants, values, Cast and
+/// Constant/ConstantOfShape targets, then re-infers shapes. The graph's inputs and computed outputs
+/// keep their types: each such input feeds a Cast to fp32 that its consumers read, each such
+/// output is a Cast from the fp32 value (renamed NAME_float, or a free name from it). Returns how
+/// many tensors are fp32 that were not (an output's fp32 value counts, the inputs do not).
 absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph);
 
 }  // namespace qcc::passes

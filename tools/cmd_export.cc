@@ -97,7 +97,8 @@ absl::Status ExportCommand(const ExportOptions& options) {
   if (qdq.widened > 0) {
     std::printf(
         "  %d fp16/bf16 tensors are fp32 in the QDQ model (opset-19 Q/DQ take the scale in "
-        "the tensor's type, and ONNX Runtime's int8 kernels need fp32 scales)\n",
+        "the tensor's type, and ONNX Runtime's int8 kernels need fp32 scales); its inputs and "
+        "outputs keep their types, with a Cast at each\n",
         qdq.widened);
   }
   QCC_ASSIGN_OR_RETURN(onnx::ModelProto model, frontend::ExportOnnxModel(*qdq.graph));

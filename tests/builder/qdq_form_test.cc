@@ -339,5 +339,45 @@ TEST(QdqFormTest, TheIntegerFormAndDynamicGemmsAreRefusedByName) {
   EXPECT_TRUE(absl::StrContains(m.status().message(), "dynamic")) << m.status();
 }
 
+TEST(QdqFormTest, WideningToFp32KeepsAnFp16ModelsInputsAndOutputs) {
+  // x:f16[2,3] -> Add (an f16 constant) = y:f16, also read by Relu = r:f16; and a constant
+  // output. Inside, everything becomes fp32; x and y stay f16, each with a Cast at its edge.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat16, {2, 3}));
+  ir::Value* c = g.NewConstant("c", Tensor::FromVector<float>(DType::kFloat32, {3}, {1, 2, 3}));
+  c->set_constant(CastTensor(*c->constant(), DType::kFloat16));
+  ir::Value* y = g.AddNode(OpKind::kAdd, "add", {x, c}, {"y"})->output(0);
+  ir::Value* r = g.AddNode(OpKind::kRelu, "relu", {y}, {"r"})->output(0);
+  g.AddOutput(y);
+  g.AddOutput(r);
+  ASSERT_TRUE(ir::InferShapes(g).ok());
+  absl::StatusOr<int> widened = passes::WidenReducedFloats(g);
+  ASSERT_TRUE(widened.ok()) << widened.status();
+  SCOPED_TRACE(ir::PrintGraph(g));
+  EXPECT_EQ(*widened, 3);  // c and the fp32 values of y and r (x keeps its type)
+  ASSERT_TRUE(ir::Verify(g).ok());
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.inputs()[0], x);
+  EXPECT_EQ(x->dtype(), DType::kFloat16);
+  ASSERT_EQ(x->uses().size(), 1u);
+  const ir::Node* in_cast = x->uses()[0].node;
+  EXPECT_EQ(in_cast->kind(), OpKind::kCast);
+  EXPECT_EQ(in_cast->output(0)->dtype(), DType::kFloat32);
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* out = g.outputs()[i];
+    EXPECT_EQ(out->name(), i == 0 ? "y" : "r");
+    EXPECT_EQ(out->dtype(), DType::kFloat16) << out->name();
+    ASSERT_NE(out->producer(), nullptr);
+    EXPECT_EQ(out->producer()->kind(), OpKind::kCast) << out->name();
+    EXPECT_EQ(out->producer()->input(0)->dtype(), DType::kFloat32) << out->name();
+  }
+  EXPECT_EQ(CountOps(g, OpKind::kCast), 3);
+  const ir::Node* add = g.outputs()[0]->producer()->input(0)->producer();
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->kind(), OpKind::kAdd);
+  EXPECT_EQ(add->input(0), in_cast->output(0));
+  EXPECT_EQ(add->input(1)->constant()->dtype(), DType::kFloat32);
+}
+
 }  // namespace
 }  // namespace qcc::testing

@@ -186,7 +186,8 @@ def main():
     fp32_session = ort_side.session(args.model, 2)
     model_input = fp32_session.get_inputs()[0]
     input_name = model_input.name
-    # An fp16 model (squeezenet's Caffe2 export) takes fp16; its QDQ export is fp32 throughout.
+    # An fp16 model (squeezenet's Caffe2 export) takes fp16, and so does its QDQ export (fp32
+    # inside, with a Cast at each input and output).
     x_model = x.astype(np.float16) if model_input.type == "tensor(float16)" else x
     batch = 1 if model_input.shape[0] == 1 else 32  # a Reshape may pin the batch to 1
 
@@ -195,7 +196,11 @@ def main():
                                for i in range(0, len(feed), batch)])
 
     fp32 = batched(fp32_session, x_model).astype(np.float32)
-    ort_qdq = batched(ort_side.session(qdq, 2), x)
+    qdq_session = ort_side.session(qdq, 2)
+    if qdq_session.get_inputs()[0].type != model_input.type:
+        sys.exit(f"{tag}: the QDQ model's input is {qdq_session.get_inputs()[0].type}, the "
+                 f"model's {model_input.type}: export changed the model's interface")
+    ort_qdq = batched(qdq_session, x_model).astype(np.float32)
     scratch = os.path.join(args.work, tag)  # per model: tests run in parallel
     os.makedirs(scratch, exist_ok=True)
     plan_out = run_plan(args.qcc, plan, input_name, x_model, scratch, batch)
