@@ -120,8 +120,7 @@ absl::StatusOr<NodeCounts> CountNodes(const std::vector<FusedNode>& fused,
 
 }  // namespace
 
-passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, const passes::QdqImport& qdq,
-                                         bool qdq_model) {
+passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, bool qdq_model) {
   passes::PrecisionSetup setup;
   setup.dynamic = options.dynamic;
   passes::QuantizeOptions& q = setup.options;
@@ -129,8 +128,6 @@ passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, const pass
   q.exclude = options.exclude;
   if (options.dynamic) return setup;
   q.asymmetric = options.asymmetric;
-  q.fixed_params = qdq.activations;
-  q.fixed_weight_scales = qdq.weight_scales;
   if (!qdq_model) {
     q.asymmetric_ranges = options.gemm_input_ranges;
     setup.ranges = options.ranges;
@@ -182,16 +179,19 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
   }
   const std::vector<FusedNode> fused = FusedNodes(*graph);
   std::vector<std::string> qdq_tensors;  // the model's quantized tensors the fused graph has
-  for (const auto& [name, p] : r.qdq.activations) {
-    if (graph->FindValue(name) != nullptr) qdq_tensors.push_back(name);
+  bool given_per_tensor = true;          // every weight the model quantizes has one scale
+  for (const auto& v : graph->values()) {
+    if (v->given_quant() != nullptr) qdq_tensors.push_back(v->name());
+    if (v->given_weight_scales() != nullptr)
+      given_per_tensor &= v->given_weight_scales()->size() == 1;
   }
+  std::sort(qdq_tensors.begin(), qdq_tensors.end());
   if (int8) {
     // An --exclude typo is the user's: reported as it is, not as the pass's.
     QCC_RETURN_IF_ERROR(passes::CheckExclude(*graph, options.exclude));
     QCC_RETURN_IF_ERROR(
         passes::RunPipeline(
-            *graph,
-            passes::QuantizePipeline(PrecisionSetupFor(options, r.qdq, r.qdq_model), &r.precision))
+            *graph, passes::QuantizePipeline(PrecisionSetupFor(options, r.qdq_model), &r.precision))
             .status());
     for (const std::string& name : qdq_tensors) {
       if (r.precision.int8_tensors.count(name) == 0) r.qdq_in_float.push_back(name);
@@ -213,10 +213,7 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
   if (int8) {
     meta["precision"] = "int8";
     bool per_tensor = options.per_tensor;
-    if (r.qdq_model && !r.qdq.weight_scales.empty()) {  // the model's weight scales decide
-      per_tensor = true;
-      for (const auto& [name, scales] : r.qdq.weight_scales) per_tensor &= scales.size() == 1;
-    }
+    if (r.qdq_model && r.qdq.weights > 0) per_tensor = given_per_tensor;  // the model's scales
     meta["weights"] = per_tensor ? "per-tensor" : "per-channel";
     meta["activations"] = options.dynamic                          ? "dynamic"
                           : options.asymmetric || r.qdq.asymmetric ? "asymmetric"

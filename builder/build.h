@@ -97,10 +97,10 @@ struct BuildResult {
 /// nullopt when the batch is dynamic.
 std::optional<int64_t> FixedBatch(const ir::Graph& graph);
 
-/// What the assign-precision pass decides an int8 plan from, for `options` and the model's Q/DQ
-/// pairs `qdq` (empty: a model without them).
-passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, const passes::QdqImport& qdq,
-                                         bool qdq_model);
+/// What the assign-precision pass decides an int8 plan from, for `options`; for a QDQ model
+/// (`qdq_model`) the parameters are the ones absorb-qdq wrote into the graph, and options'
+/// ranges are not used.
+passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, bool qdq_model);
 
 /// Compiles `graph`, an imported and unfused model with its input shapes as the plan should
 /// have them; `source` names it in the plan's metadata (the model's file name). Errors:

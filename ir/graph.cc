@@ -65,6 +65,12 @@ void Node::SetInput(int i, Value* v) {
 
 void Node::AddInput(Value* v) { SetInput(num_inputs(), v); }
 
+void SwapNames(Value& a, Value& b) {
+  std::swap(a.name_, b.name_);
+  std::swap(a.given_quant_, b.given_quant_);
+  std::swap(a.given_weight_scales_, b.given_weight_scales_);
+}
+
 std::string Graph::FreshName(absl::string_view stem) {
   return absl::StrCat(stem, "__", fresh_counter_++);
 }

@@ -62,6 +62,20 @@ class Value {
   }
   void set_channel_scales(ChannelScales s) { channel_scales_ = std::move(s); }
 
+  /// The int8 grid a QDQ model gives this float tensor: its QuantizeLinear -> DequantizeLinear
+  /// pair, read by the absorb-qdq pass (in qcc's int8 domain: a uint8 zero point z is z - 128).
+  /// assign-precision quantizes the tensor on it instead of a calibrated range. Null for every
+  /// other tensor. It belongs to the name: SwapNames moves it with the name.
+  const QuantParams* given_quant() const { return given_quant_ ? &*given_quant_ : nullptr; }
+  void set_given_quant(QuantParams q) { given_quant_ = q; }
+  /// The scales a QDQ model gives this float weight constant (the DequantizeLinear of its int8
+  /// weights, zero point 0): one per output channel, or one for the tensor; assign-precision
+  /// quantizes the weights with them. Null for every other tensor; moves with the name too.
+  const std::vector<float>* given_weight_scales() const {
+    return given_weight_scales_ ? &*given_weight_scales_ : nullptr;
+  }
+  void set_given_weight_scales(std::vector<float> s) { given_weight_scales_ = std::move(s); }
+
  private:
   friend class Graph;
   friend class Node;
@@ -75,7 +89,14 @@ class Value {
   std::optional<QuantParams> quant_;
   std::optional<std::pair<float, float>> saturation_;
   std::optional<ChannelScales> channel_scales_;
+  std::optional<QuantParams> given_quant_;
+  std::optional<std::vector<float>> given_weight_scales_;
+  friend void SwapNames(Value& a, Value& b);
 };
+
+/// Swaps the names of `a` and `b` and what a model gave each name (given_quant,
+/// given_weight_scales): what the passes do when one tensor takes another's place and name.
+void SwapNames(Value& a, Value& b);
 
 /// An operation. Owned by its Graph; inputs may be nullptr for omitted optional inputs.
 class Node {

@@ -80,7 +80,9 @@ namespace {
 
 /// A value's type, and an int8 tensor's quantization: "i8[N,16] q(0.0235, 0)", with
 /// " clamped [lo, hi]" when its float values were clamped before quantizing; an int8 weight's
-/// "q(16 scales on axis 0, 0.00123 to 0.0456)".
+/// "q(16 scales on axis 0, 0.00123 to 0.0456)". What a QDQ model gives a float tensor (after
+/// absorb-qdq): "f32[N,16] given q(0.0235, 0)", a float weight's "given q(16 scales, 0.00123 to
+/// 0.0456)".
 std::string ValueTypeToString(const Graph& graph, const Value& v) {
   std::string s = TypeToString(graph, v.type());
   if (const ChannelScales* c = v.channel_scales(); c != nullptr && !c->scales.empty()) {
@@ -93,6 +95,14 @@ std::string ValueTypeToString(const Graph& graph, const Value& v) {
     if (const std::pair<float, float>* c = v.saturation()) {
       absl::StrAppend(&s, " clamped [", c->first, ", ", c->second, "]");
     }
+  }
+  if (const QuantParams* q = v.given_quant()) {
+    absl::StrAppend(&s, " given q(", q->scale, ", ", q->zero_point, ")");
+  }
+  if (const std::vector<float>* w = v.given_weight_scales(); w != nullptr && !w->empty()) {
+    const auto [lo, hi] = std::minmax_element(w->begin(), w->end());
+    absl::StrAppend(&s, " given q(", w->size(), w->size() == 1 ? " scale, " : " scales, ", *lo,
+                    w->size() == 1 ? "" : absl::StrCat(" to ", *hi), ")");
   }
   return s;
 }

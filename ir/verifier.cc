@@ -124,6 +124,19 @@ absl::Status Verify(const Graph& graph) {
           absl::StrCat("verifier: value name '", v->name(), "' is used twice"));
     }
     if (v->constant() != nullptr || v->is_graph_input()) defined.insert(v.get());
+    // What a QDQ model gives (absorb-qdq): a grid for a float tensor (or one whose type a pass
+    // has not inferred yet), scales for float weights.
+    if (const QuantParams* q = v->given_quant();
+        q != nullptr && ((!IsFloat(v->dtype()) && v->dtype() != DType::kUndefined) ||
+                         !std::isfinite(q->scale) || q->scale <= 0.0f)) {
+      return absl::InternalError(absl::StrCat("verifier: '", v->name(),
+                                              "' has given int8 parameters but is not a float "
+                                              "tensor with a finite scale > 0"));
+    }
+    if (v->given_weight_scales() != nullptr && (v->constant() == nullptr || !IsFloat(v->dtype()))) {
+      return absl::InternalError(absl::StrCat(
+          "verifier: '", v->name(), "' has given weight scales but is not a float constant"));
+    }
   }
   for (const auto& n : graph.nodes()) {
     const OpInfo& info = GetOpInfo(n->kind());

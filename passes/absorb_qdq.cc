@@ -133,7 +133,7 @@ class Absorber {
       auto it = params_.find(n->input(0));
       if (it != params_.end()) params_[n->output(0)] = it->second;
     }
-    for (const auto& [v, p] : params_) out_.activations[v->name()] = p;
+    for (const auto& [v, p] : params_) v->set_given_quant(p);
     return std::move(out_);
   }
 
@@ -179,8 +179,9 @@ class Absorber {
     ++out_.folded_constants;
     if (!weights) return absl::OkStatus();
     if (why.empty()) {
-      out_.weight_scales[folded->name()] =
-          std::vector<float>(p.scale.data<float>(), p.scale.data<float>() + p.scale.numel());
+      folded->set_given_weight_scales(
+          std::vector<float>(p.scale.data<float>(), p.scale.data<float>() + p.scale.numel()));
+      ++out_.weights;
     } else {
       out_.notes.push_back(absl::StrCat("weights '", folded->name(), "' have ", why,
                                         ": qcc quantizes them again with its own scales"));

@@ -16,18 +16,15 @@
 
 namespace qcc::passes {
 
-/// What a QDQ model says about its quantization, keyed by value name (names survive the fusion
-/// passes: they move to the tensor that stands for the fused one).
+/// What absorb-qdq read from a QDQ model. The parameters themselves go into the IR, on the
+/// tensors they quantize: ir::Value::given_quant (an activation's Q -> DQ pair) and
+/// given_weight_scales (a Conv/Gemm/MatMul weight's DQ), which move with the tensor's name
+/// through the fusion passes (ir::SwapNames), for assign-precision to read.
 struct QdqImport {
-  /// Activation tensors with a Q -> DQ pair: their scale and zero point in qcc's int8 domain
-  /// (a uint8 zero point z becomes z - 128; the real values are the same).
-  std::map<std::string, QuantParams> activations;
-  /// Float weight constants that were DQ(int8, zero point 0) of a Conv/Gemm/MatMul: their scale
-  /// per output channel (one entry for a per-tensor scale).
-  std::map<std::string, std::vector<float>> weight_scales;
-  /// Q/DQ pairs removed, DQs of constants folded.
+  /// Q/DQ pairs removed, DQs of constants folded, weight constants that keep the model's scales.
   int pairs = 0;
   int folded_constants = 0;
+  int weights = 0;
   /// True when some activation zero point is not 0 (uint8 or asymmetric int8).
   bool asymmetric = false;
   /// One line per pair or weight whose parameters qcc cannot use as given (they run in float or
@@ -39,11 +36,11 @@ struct QdqImport {
 bool HasQdq(const ir::Graph& graph);
 
 /// Removes every Q -> DQ pair (the consumers read the float tensor; a graph output keeps its name)
-/// and folds every DQ of a constant into a float constant of the same name, recording the
-/// parameters. Run it on the imported graph before the default pipeline. InvalidArgument naming
-/// the node for a Q/DQ qcc cannot read: a scale or zero point that is not a constant, a Q whose
-/// output is read by something else than a DequantizeLinear, a DQ of a non-constant that no Q
-/// feeds.
+/// and folds every DQ of a constant into a float constant of the same name, writing the
+/// parameters onto the float tensors (given_quant, given_weight_scales). Run it on the imported
+/// graph before the default pipeline. InvalidArgument naming the node for a Q/DQ qcc cannot read: a
+/// scale or zero point that is not a constant, a Q whose output is read by something else than a
+/// DequantizeLinear, a DQ of a non-constant that no Q feeds.
 absl::StatusOr<QdqImport> AbsorbQdq(ir::Graph& graph);
 
 /// absorb-qdq: AbsorbQdq as a pass, the first of a QDQ model's pipeline, so that `qcc inspect

@@ -55,9 +55,7 @@ std::string UniqueName(const ir::Graph& graph, absl::string_view stem) {
 
 void Forward(ir::Graph& graph, ir::Value* replaced, ir::Value* kept) {
   graph.ReplaceAllUsesWith(replaced, kept);
-  std::string name = replaced->name();
-  replaced->set_name(kept->name());
-  kept->set_name(std::move(name));
+  ir::SwapNames(*replaced, *kept);
 }
 
 void RemoveNodes(ir::Graph& graph, const std::vector<ir::Node*>& nodes) {

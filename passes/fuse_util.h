@@ -42,8 +42,9 @@ bool InputIsScalar(const ir::Node& n, int i, float c);
 std::string UniqueName(const ir::Graph& graph, absl::string_view stem);
 
 /// Makes `kept` stand for `replaced`: every use (and graph output slot) of `replaced` moves to
-/// `kept`, and the two swap names, so the surviving tensor keeps the name later tools key on
-/// (observers, calibration tables, graph outputs). `replaced` is left without uses.
+/// `kept`, and the two swap names (ir::SwapNames: with what a QDQ model gave each), so the
+/// surviving tensor keeps the name later tools key on (observers, calibration tables, graph
+/// outputs) and the model's quantization of it. `replaced` is left without uses.
 void Forward(ir::Graph& graph, ir::Value* replaced, ir::Value* kept);
 
 /// The nodes of `graph` whose kind is one of `kinds`, in graph order: a snapshot a pass can

@@ -542,15 +542,17 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
   QCC_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> excluded, Excluded(graph, options));
   QuantDecision d;
   absl::flat_hash_set<const ir::Node*> float_results = FloatResultCandidates(graph);
-  if (!options.fixed_params.empty()) {
+  // A QDQ model gives its tensors' parameters in the graph (absorb-qdq) and decides for itself.
+  bool qdq_model = false;
+  for (const auto& v : graph.values()) qdq_model |= v->given_quant() != nullptr;
+  if (qdq_model) {
     // In a QDQ model, such a GEMM gives an fp32 result when its input and weights are
     // dequantized and its result is not quantized (DQ -> MatMul -> Add, what `qcc export`
     // writes for it, and ONNX Runtime runs as MatMulIntegerToFloat).
     absl::flat_hash_set<const ir::Node*> given;
     for (const ir::Node* n : float_results) {
-      if (options.fixed_params.count(n->input(0)->name()) != 0 &&
-          options.fixed_weight_scales.count(n->input(1)->name()) != 0 &&
-          options.fixed_params.count(n->output(0)->name()) == 0) {
+      if (n->input(0)->given_quant() != nullptr && n->input(1)->given_weight_scales() != nullptr &&
+          n->output(0)->given_quant() == nullptr) {
         given.insert(n);
       }
     }
@@ -569,8 +571,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
   auto params_of = [&](const ir::Value* v) -> std::optional<QuantParams> {
     auto known = d.params.find(v);
     if (known != d.params.end()) return known->second;
-    auto fixed = options.fixed_params.find(v->name());
-    if (fixed != options.fixed_params.end()) return fixed->second;
+    if (const QuantParams* given = v->given_quant()) return *given;
     const bool zero_point = gemm_input(v);
     auto it = ranges.find(v->name());
     if (it == ranges.end()) return std::nullopt;
@@ -610,11 +611,10 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       if (x->producer() == nullptr || !d.runs_int8(x->producer())) continue;
       // A QDQ model may quantize the output with other parameters than the input: that is a
       // requantization, which data movement in int8 cannot do.
-      auto fixed = options.fixed_params.find(y->name());
+      const QuantParams* given = y->given_quant();
       const QuantParams& in_params = d.params.at(x);
-      if (fixed != options.fixed_params.end() &&
-          (fixed->second.scale != in_params.scale ||
-           fixed->second.zero_point != in_params.zero_point)) {
+      if (given != nullptr &&
+          (given->scale != in_params.scale || given->zero_point != in_params.zero_point)) {
         d.notes.push_back(where +
                           "the model quantizes its output with other parameters than its input");
         continue;
@@ -634,13 +634,12 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     }
     data.push_back(y);
     // An fp32-result GEMM of a QDQ model has no parameters for its result, and needs none.
-    const bool unquantized_result =
-        !options.fixed_params.empty() && float_results.contains(&node) && !params_of(y);
+    const bool unquantized_result = qdq_model && float_results.contains(&node) && !params_of(y);
     if (unquantized_result) data.pop_back();
     bool missing = false;
     for (const ir::Value* v : data) {
       if (!params_of(v)) {
-        d.notes.push_back(where + absl::StrCat(ranges.empty() && !options.fixed_params.empty()
+        d.notes.push_back(where + absl::StrCat(ranges.empty() && qdq_model
                                                    ? "the model has no Q/DQ pair on '"
                                                    : "no calibration range for '",
                                                v->name(), "'"));
@@ -652,7 +651,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     // An Add with no input computed in int8 stays in float: it would quantize both inputs only
     // to add them (a transformer's residual Adds between float LayerNorms and fp32-result
     // GEMMs). Models with Q/DQ pairs decide for themselves.
-    if (node.kind() == OpKind::kAdd && options.fixed_params.empty()) {
+    if (node.kind() == OpKind::kAdd && !qdq_model) {
       bool int8_input = false;
       for (const ir::Value* v : node.inputs()) {
         int8_input |= v != nullptr && v->producer() != nullptr && d.runs_int8(v->producer());
@@ -671,11 +670,10 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
       std::vector<float> bias;
       WeightRows(node, &w, &bias);
       int widened = 0;
-      const std::vector<float>* given = nullptr;
-      auto g = options.fixed_weight_scales.find(node.input(1)->name());
-      if (g != options.fixed_weight_scales.end() &&
-          (g->second.size() == 1 || static_cast<int64_t>(g->second.size()) == w.dim(0))) {
-        given = &g->second;
+      const std::vector<float>* given = node.input(1)->given_weight_scales();
+      if (given != nullptr &&
+          !(given->size() == 1 || static_cast<int64_t>(given->size()) == w.dim(0))) {
+        given = nullptr;
       }
       d.weights[&node] = QuantizeRows(w, bias, in, out, options.per_channel, given, &widened);
       if (widened > 0) {
@@ -690,7 +688,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
   }
   AssignFloatResults(graph, float_results, d);
   // A QDQ model decides what is quantized: its attention stays as it wrote it, in float.
-  if (options.fixed_params.empty()) AssignAttention(graph, excluded, &d);
+  if (!qdq_model) AssignAttention(graph, excluded, &d);
   return d;
 }
 

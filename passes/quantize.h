@@ -44,12 +44,6 @@ struct QuantizeOptions {
   /// Ranges with a zero point, by tensor name, for the tensors fp32-result GEMMs read (see
   /// QuantDecision::float_result), in either mode; a tensor not here keeps its range above.
   std::map<std::string, TensorRange> asymmetric_ranges;
-  /// Parameters the model gives (a QDQ model's Q/DQ pairs, passes/absorb_qdq.h), by value name;
-  /// they take precedence over the ranges.
-  std::map<std::string, QuantParams> fixed_params;
-  /// Weight scales the model gives, by the name of the float weight constant: one per output
-  /// channel, or one for the tensor. Used as given (widened only where an int32 bias needs it).
-  std::map<std::string, std::vector<float>> fixed_weight_scales;
 };
 
 /// Quantized weights of an int8 Conv or Gemm/MatMul (Gemm weights as [N, K]).
@@ -145,7 +139,7 @@ struct PrecisionSetup {
   /// Dynamic quantization (AssignDynamic): `ranges` are unused.
   bool dynamic = false;
   /// Static quantization: the calibrated range of every observed tensor (empty for a QDQ model,
-  /// whose parameters are options.fixed_params).
+  /// whose parameters are in the graph: ir::Value::given_quant and given_weight_scales).
   std::map<std::string, TensorRange> ranges;
   QuantizeOptions options;
 };

@@ -49,9 +49,9 @@ class RemoveIdentityPass : public Pass {
         std::string fresh = stem;
         for (int k = 1; names.contains(fresh); ++k) fresh = absl::StrCat(stem, "_", k);
         names.insert(fresh);
-        const std::string out_name = out->name();
-        out->set_name(fresh);
-        in->set_name(out_name);
+        // `in` takes the output's name (and what a QDQ model gave it), `out` the fresh one.
+        in->set_name(fresh);
+        ir::SwapNames(*in, *out);
         outputs.erase(out);
         outputs.insert(in);
       }

@@ -203,9 +203,9 @@ absl::Status CompileCommand(const CompileOptions& options) {
   }
   if (qdq_model) {
     std::printf(
-        "  QDQ model: %d Q/DQ pairs and %d dequantized constants read, %zu weight tensors "
+        "  QDQ model: %d Q/DQ pairs and %d dequantized constants read, %d weight tensors "
         "keep the model's scales\n",
-        qdq.pairs, qdq.folded_constants, qdq.weight_scales.size());
+        qdq.pairs, qdq.folded_constants, qdq.weights);
     if (options.int8) {
       // The tensors the model quantizes that the plan holds in float.
       const std::vector<std::string>& in_float = built.qdq_in_float;

@@ -106,7 +106,7 @@ absl::Status InspectCommand(const InspectOptions& opts) {
       }
       builder::BuildOptions build;
       build.precision = builder::Precision::kInt8;
-      setup = builder::PrecisionSetupFor(build, qdq, /*qdq_model=*/true);
+      setup = builder::PrecisionSetupFor(build, /*qdq_model=*/true);
     } else {
       // The table was made for the unfused model: check it against a fresh import.
       QCC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> imported, LoadModel(opts.model));

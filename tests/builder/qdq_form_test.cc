@@ -100,7 +100,7 @@ Compiled Compile(std::unique_ptr<ir::Graph> (*make)(), bool asymmetric,
   absl::Status s = passes::RunPipeline(*q, passes::DefaultPipeline()).status();
   if (s.ok()) {
     s = passes::RunPipeline(
-            *q, passes::QuantizePipeline(builder::PrecisionSetupFor(o, {}, false), nullptr, form))
+            *q, passes::QuantizePipeline(builder::PrecisionSetupFor(o, false), nullptr, form))
             .status();
   }
   EXPECT_TRUE(s.ok()) << s;
@@ -329,7 +329,7 @@ TEST(QdqFormTest, TheIntegerFormAndDynamicGemmsAreRefusedByName) {
   std::unique_ptr<ir::Graph> q = LinearLayer();
   ASSERT_TRUE(passes::RunPipeline(*q, passes::DefaultPipeline()).ok());
   ASSERT_TRUE(
-      passes::RunPipeline(*q, passes::QuantizePipeline(builder::PrecisionSetupFor(o, {}, false),
+      passes::RunPipeline(*q, passes::QuantizePipeline(builder::PrecisionSetupFor(o, false),
                                                        nullptr, passes::QuantizedForm::kScale))
           .ok());
   m = passes::QdqForm(*q, {});
