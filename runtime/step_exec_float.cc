@@ -127,14 +127,10 @@ absl::StatusOr<cpu::ConvF32Params> PrepareConvParams(const StepPrepareContext& c
   }
   QCC_RETURN_IF_ERROR(CheckOptionalBias(c, k));
   cpu::ConvF32Params p;
+  p.SetGeometry2d(g, w->dims[2], w->dims[3]);
   p.in_channels = x->dims[1];
   p.out_channels = k;
-  p.groups = g.group;
   p.in = {1, x->dims[2], x->dims[3]};
-  p.kernel = {1, w->dims[2], w->dims[3]};
-  p.stride = {1, g.stride_h, g.stride_w};
-  p.dilation = {1, g.dilation_h, g.dilation_w};
-  p.pad = {0, g.pad_top, g.pad_left};
   p.activation = ToActivation(params.activation);
   for (int64_t batch : c.batches()) {
     QCC_ASSIGN_OR_RETURN(const Dims want,
@@ -226,15 +222,11 @@ absl::StatusOr<cpu::ConvF32Params> PrepareConvTranspose(const StepPrepareContext
     QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, {batch, m, oh, ow}));
   }
   cpu::ConvF32Params fwd;
+  fwd.SetGeometry2d(g, w->dims[2], w->dims[3]);
   fwd.in_channels = m;
   fwd.out_channels = ch;
-  fwd.groups = g.group;
   fwd.in = {1, oh, ow};
   fwd.out = {1, ih, iw};
-  fwd.kernel = {1, w->dims[2], w->dims[3]};
-  fwd.stride = {1, g.stride_h, g.stride_w};
-  fwd.dilation = {1, g.dilation_h, g.dilation_w};
-  fwd.pad = {0, g.pad_top, g.pad_left};
   return fwd;
 }
 

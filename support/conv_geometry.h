@@ -3,7 +3,9 @@
 // (kernels/cpu/qconv.h QConvParams) and the CUDA kernel bodies (kernels/cuda/conv_bodies.h
 // ConvDims) all derive from these, so a conv's geometry is copied by one assignment, not nine.
 // Plain data: usable on the host and, through the CUDA bodies, on the device. (The fp32 CPU conv,
-// kernels/cpu/conv.h ConvF32Params, is N-dimensional and keeps its own arrays.)
+// kernels/cpu/conv.h ConvF32Params, is N-dimensional, for the evaluator's 1-D and 3-D
+// convolutions, and keeps its own arrays; a plan's 2-D geometry goes into them in one call,
+// ConvF32Params::SetGeometry2d.)
 #ifndef QCC_SUPPORT_CONV_GEOMETRY_H_
 #define QCC_SUPPORT_CONV_GEOMETRY_H_
 

@@ -275,6 +275,14 @@ void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
   }
 }
 
+void ConvF32Params::SetGeometry2d(const ConvGeometry& g, int64_t kernel_h, int64_t kernel_w) {
+  groups = g.group;
+  kernel = {1, kernel_h, kernel_w};
+  stride = {1, g.stride_h, g.stride_w};
+  dilation = {1, g.dilation_h, g.dilation_w};
+  pad = {0, g.pad_top, g.pad_left};
+}
+
 bool ConvF32Params::IsPointwise() const {
   for (int a = 0; a < 3; ++a) {
     if (kernel[a] != 1 || stride[a] != 1 || pad[a] != 0 || out[a] != in[a]) return false;

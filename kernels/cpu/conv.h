@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/activation.h"
+#include "support/conv_geometry.h"
 
 namespace qcc::cpu {
 
@@ -33,6 +34,10 @@ struct ConvF32Params {
   bool IsPointwise() const;
   /// True when every group has one input channel (depthwise, any channel multiplier).
   bool IsDepthwise() const { return in_channels == groups; }
+  /// A 2-D convolution's geometry (a plan step's, support/conv_geometry.h) on the last two
+  /// axes, with its kernel extents: strides, dilations, begin pads (the end pads only show in
+  /// `out`), groups and kernel. The leading axis stays extent 1.
+  void SetGeometry2d(const ConvGeometry& g, int64_t kernel_h, int64_t kernel_w);
 };
 
 /// Floats of scratch ConvF32 needs for `p` (including p.num_threads per-thread buffers).
