@@ -153,17 +153,35 @@ absl::Status Lowering::LowerSequenceOp(const ir::Node& node, bool& handled) {
     }
     case OpKind::kCast: {
       const ir::Value* x = node.input(0);
-      if (y->dtype() != DType::kFloat32 && y->dtype() != DType::kFloat16) break;
-      // Float to f32 or f16: an f16 value is computed in f32 here, so the Cast is its input's
-      // buffer (an f16 graph output is cast into its f16 buffer after the step, as any is: a
-      // QDQ export of an fp16 model ends in one).
-      if (IsFloat(x->dtype())) {
+      if (y->dtype() == DType::kFloat16 && IsFloat(x->dtype())) {
+        // An f16 graph output is its input's fp32 buffer, rounded into the output's f16 buffer
+        // after the step as any f16 output is (a QDQ export of an fp16 model ends in one).
+        if (f16_outputs_.contains(y)) {
+          QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
+          f32_[y] = in;
+          return absl::OkStatus();
+        }
+        // Inside the graph it rounds, as ONNX's Cast does (an f32 -> f16 -> f32 round trip
+        // overflows to inf past 65504): an f16 buffer, which fp32 readers read back through a
+        // Cast (F32). An input an fp16 plan already holds in f16 is that buffer.
+        if (auto h = f16_.find(x); h != f16_.end()) {
+          f16_[y] = h->second;
+          return absl::OkStatus();
+        }
+        QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
+        QCC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, PlanDims(*y));
+        const int32_t h = NewBuffer(DType::kFloat16, dims, BufferKind::kArena, y->name() + ":f16");
+        Emit(StepKind::kCast, node, {in}, h, WithParams(runtime::NoStepParams{}));
+        f16_[y] = h;
+        return absl::OkStatus();
+      }
+      if (y->dtype() != DType::kFloat32) break;
+      if (IsFloat(x->dtype())) {  // f32 -> f32 (an f16 value is computed in f32 here)
         QCC_ASSIGN_OR_RETURN(const int32_t in, F32(x, node));
         if (graph_outputs_.contains(y)) break;
         f32_[y] = in;
         return absl::OkStatus();
       }
-      if (y->dtype() != DType::kFloat32) break;  // integers -> f32 only
       QCC_ASSIGN_OR_RETURN(const int32_t in, Int(x, node));
       return emit(StepKind::kCast, {in}, WithParams(runtime::NoStepParams{}));
     }

@@ -128,6 +128,7 @@ passes::PrecisionSetup PrecisionSetupFor(const BuildOptions& options, bool qdq_m
   q.exclude = options.exclude;
   if (options.dynamic) return setup;
   q.asymmetric = options.asymmetric;
+  q.qdq_model = qdq_model;
   if (!qdq_model) {
     q.asymmetric_ranges = options.gemm_input_ranges;
     setup.ranges = options.ranges;
@@ -178,12 +179,14 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
     return absl::Status(fused_ok.code(), absl::StrCat(source, ": ", fused_ok.message()));
   }
   const std::vector<FusedNode> fused = FusedNodes(*graph);
-  std::vector<std::string> qdq_tensors;  // the model's quantized tensors the fused graph has
-  bool given_per_tensor = true;          // every weight the model quantizes has one scale
+  std::vector<std::string> qdq_tensors;         // the model's quantized tensors the fused graph has
+  int given_weights = 0, given_per_tensor = 0;  // weights with the model's scales, one scale
   for (const auto& v : graph->values()) {
     if (v->given_quant() != nullptr) qdq_tensors.push_back(v->name());
-    if (v->given_weight_scales() != nullptr)
-      given_per_tensor &= v->given_weight_scales()->size() == 1;
+    if (const std::vector<float>* w = v->given_weight_scales()) {
+      ++given_weights;
+      given_per_tensor += w->size() == 1;
+    }
   }
   std::sort(qdq_tensors.begin(), qdq_tensors.end());
   if (int8) {
@@ -213,7 +216,8 @@ absl::StatusOr<BuildResult> Build(std::unique_ptr<ir::Graph> graph, const std::s
   if (int8) {
     meta["precision"] = "int8";
     bool per_tensor = options.per_tensor;
-    if (r.qdq_model && r.qdq.weights > 0) per_tensor = given_per_tensor;  // the model's scales
+    // The model's scales decide, where weights with them remain in the fused graph.
+    if (r.qdq_model && given_weights > 0) per_tensor = given_per_tensor == given_weights;
     meta["weights"] = per_tensor ? "per-tensor" : "per-channel";
     meta["activations"] = options.dynamic                          ? "dynamic"
                           : options.asymmetric || r.qdq.asymmetric ? "asymmetric"

@@ -135,15 +135,12 @@ class Folder {
   void Replace(ir::Node& node, std::vector<Tensor> data) {
     for (int i = 0; i < node.num_outputs(); ++i) {
       ir::Value* out = node.output(i);
-      std::string name;
-      if (graph_outputs_.contains(out)) {
-        // The graph output keeps its name; the dead value gives it up.
-        name = out->name();
-        out->set_name(FreshName(name + "_unfolded"));
-      } else {
-        name = FreshName(out->name() + "_folded");
-      }
-      ir::Value* c = graph_.NewConstant(std::move(name), std::move(data[i]));
+      const bool output = graph_outputs_.contains(out);
+      ir::Value* c = graph_.NewConstant(FreshName(out->name() + (output ? "_unfolded" : "_folded")),
+                                        std::move(data[i]));
+      // A graph output keeps its name (and what a QDQ model gave it); the dead value takes the
+      // fresh one.
+      if (output) ir::SwapNames(*out, *c);
       if (graph_outputs_.erase(out) > 0) graph_outputs_.insert(c);
       graph_.ReplaceAllUsesWith(out, c);
     }

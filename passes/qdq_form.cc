@@ -473,28 +473,35 @@ class QdqWriter {
 absl::StatusOr<QdqModel> QdqForm(const ir::Graph& quantized, const QdqOptions& options) {
   QdqModel m;
   QCC_ASSIGN_OR_RETURN(m.graph, QdqWriter(quantized, options).Run());
-  QCC_ASSIGN_OR_RETURN(m.widened, WidenReducedFloats(*m.graph));
+  // The model's output types: the writer types a DequantizeLinear's output fp32 even where the
+  // model's output (an fp16 model's) is fp16.
+  std::vector<DType> output_types;
+  for (const ir::Value* out : quantized.outputs()) output_types.push_back(out->dtype());
+  QCC_ASSIGN_OR_RETURN(m.widened, WidenReducedFloats(*m.graph, output_types));
   return m;
 }
 
-absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph) {
-  // The model's interface keeps its types: a reduced-float graph input or computed output is
-  // noted here and gets a Cast at the edge below, so that whoever fed the fp16 model feeds its
-  // QDQ export the same arrays and reads the same type back.
-  std::vector<std::pair<ir::Value*, DType>> edge_inputs;
-  for (ir::Value* in : graph.inputs()) {
-    if (IsReducedFloat(in->dtype())) edge_inputs.push_back({in, in->dtype()});
+absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph, std::vector<DType> output_types) {
+  if (output_types.empty()) {
+    for (const ir::Value* out : graph.outputs()) output_types.push_back(out->dtype());
   }
-  std::vector<std::pair<int, DType>> edge_outputs;
-  for (int i = 0; i < static_cast<int>(graph.outputs().size()); ++i) {
-    const ir::Value* out = graph.outputs()[i];
-    if (IsReducedFloat(out->dtype()) && out->producer() != nullptr) {
-      edge_outputs.push_back({i, out->dtype()});
-    }
+  if (output_types.size() != graph.outputs().size()) {
+    return absl::InternalError(absl::StrCat("WidenReducedFloats: ", output_types.size(),
+                                            " output types for ", graph.outputs().size(),
+                                            " graph outputs"));
+  }
+  // The model's interface keeps its fp16 (plans take fp16, not bf16): an fp16 graph input keeps
+  // its type and feeds a Cast to fp32 that its consumers read; an output the model has in fp16
+  // is a Cast from the fp32 value. Whoever fed the fp16 model feeds its QDQ export the same
+  // arrays and reads the same type back.
+  std::vector<ir::Value*> edge_inputs;
+  for (ir::Value* in : graph.inputs()) {
+    if (in->dtype() == DType::kFloat16) edge_inputs.push_back(in);
   }
   int changed = 0;
   for (const auto& v : graph.values()) {
     if (!IsReducedFloat(v->dtype())) continue;
+    if (std::find(edge_inputs.begin(), edge_inputs.end(), v.get()) != edge_inputs.end()) continue;
     ++changed;
     if (v->constant() != nullptr) {
       v->set_constant(CastTensor(*v->constant(), DType::kFloat32));
@@ -515,30 +522,43 @@ absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph) {
       }
     }
   }
-  for (const auto& [in, dtype] : edge_inputs) {
-    ir::Node* cast = graph.AddNode(OpKind::kCast, fuse::UniqueName(graph, in->name() + "_Cast"),
-                                   {in}, {fuse::UniqueName(graph, in->name() + "_float")});
+  // Node names the Casts must not repeat (ONNX Runtime refuses two nodes of one name).
+  absl::flat_hash_set<std::string> node_names;
+  for (const auto& n : graph.nodes()) node_names.insert(n->name());
+  auto node_name = [&](const std::string& stem) {
+    std::string name = stem;
+    for (int k = 1; node_names.contains(name); ++k) name = absl::StrCat(stem, "_", k);
+    node_names.insert(name);
+    return name;
+  };
+  bool added = false;
+  for (ir::Value* in : edge_inputs) {
+    if (in->uses().empty()) continue;  // nothing reads it in fp32
+    ir::Node* cast = graph.AddNode(OpKind::kCast, node_name(in->name() + "_Cast"), {in},
+                                   {fuse::UniqueName(graph, in->name() + "_float")});
     const std::vector<ir::Value*> outputs = graph.outputs();
     graph.ReplaceAllUsesWith(in, cast->output(0));
     cast->SetInput(0, in);
     for (int i = 0; i < static_cast<int>(outputs.size()); ++i) graph.SetOutput(i, outputs[i]);
-    ir::TensorType t = in->type();
-    t.dtype = dtype;
-    in->set_type(t);
+    added = true;
   }
-  for (const auto& [index, dtype] : edge_outputs) {
-    ir::Value* wide = graph.outputs()[index];
-    const std::string name = wide->name();
-    wide->set_name(fuse::UniqueName(graph, name + "_float"));
-    ir::Node* cast =
-        graph.AddNode(OpKind::kCast, fuse::UniqueName(graph, name + "_Cast"), {wide}, {name});
-    cast->mutable_attrs<ir::CastAttrs>().to = dtype;
-    graph.SetOutput(index, cast->output(0));
+  // One Cast per fp32 value the model outputs in fp16 (an output listed twice shares it).
+  absl::flat_hash_map<ir::Value*, ir::Value*> cast_of;
+  for (int i = 0; i < static_cast<int>(output_types.size()); ++i) {
+    ir::Value* wide = graph.outputs()[i];
+    if (output_types[i] != DType::kFloat16 || wide->dtype() != DType::kFloat32) continue;
+    ir::Value*& narrow = cast_of[wide];
+    if (narrow == nullptr) {
+      const std::string name = wide->name();
+      wide->set_name(fuse::UniqueName(graph, name + "_float"));
+      ir::Node* cast = graph.AddNode(OpKind::kCast, node_name(name + "_Cast"), {wide}, {name});
+      cast->mutable_attrs<ir::CastAttrs>().to = DType::kFloat16;
+      narrow = cast->output(0);
+      added = true;
+    }
+    graph.SetOutput(i, narrow);
   }
-  changed -= static_cast<int>(edge_inputs.size());  // they keep their type
-  if (!edge_inputs.empty() || !edge_outputs.empty()) {
-    QCC_RETURN_IF_ERROR(graph.TopologicalSort());
-  }
+  if (added) QCC_RETURN_IF_ERROR(graph.TopologicalSort());
   QCC_RETURN_IF_ERROR(ir::InferShapes(graph));
   return changed;
 }

@@ -48,11 +48,13 @@ struct QdqModel {
 absl::StatusOr<QdqModel> QdqForm(const ir::Graph& quantized, const QdqOptions& options);
 
 /// Makes every fp16/bf16 tensor of `graph` fp32: constants, values, Cast and
-/// Constant/ConstantOfShape targets, then re-infers shapes. The graph's inputs and computed outputs
-/// keep their types: each such input feeds a Cast to fp32 that its consumers read, each such
-/// output is a Cast from the fp32 value (renamed NAME_float, or a free name from it). Returns how
-/// many tensors are fp32 that were not (an output's fp32 value counts, the inputs do not).
-absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph);
+/// Constant/ConstantOfShape targets, then re-infers shapes; but the model's fp16 interface
+/// stays: an fp16 graph input keeps its type and feeds a Cast to fp32 that its consumers read,
+/// and each output whose type in `output_types` (the model's, one per graph output; empty: the
+/// graph's own) is fp16 becomes a Cast to fp16 of the fp32 value, which is renamed NAME_float
+/// (or a free name from it). bf16 is widened at the edges too (plans take fp32 or fp16). Returns
+/// how many tensors are fp32 that were not.
+absl::StatusOr<int> WidenReducedFloats(ir::Graph& graph, std::vector<DType> output_types = {});
 
 }  // namespace qcc::passes
 

@@ -543,8 +543,7 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
   QuantDecision d;
   absl::flat_hash_set<const ir::Node*> float_results = FloatResultCandidates(graph);
   // A QDQ model gives its tensors' parameters in the graph (absorb-qdq) and decides for itself.
-  bool qdq_model = false;
-  for (const auto& v : graph.values()) qdq_model |= v->given_quant() != nullptr;
+  const bool qdq_model = options.qdq_model;
   if (qdq_model) {
     // In a QDQ model, such a GEMM gives an fp32 result when its input and weights are
     // dequantized and its result is not quantized (DQ -> MatMul -> Add, what `qcc export`

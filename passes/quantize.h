@@ -44,6 +44,10 @@ struct QuantizeOptions {
   /// Ranges with a zero point, by tensor name, for the tensors fp32-result GEMMs read (see
   /// QuantDecision::float_result), in either mode; a tensor not here keeps its range above.
   std::map<std::string, TensorRange> asymmetric_ranges;
+  /// The graph is a QDQ model's (absorb-qdq ran): tensors are quantized on the parameters the
+  /// model gave them (ir::Value::given_quant, given_weight_scales), the model's own choices
+  /// decide what runs in int8 (no Add or attention rule), and no ranges are used.
+  bool qdq_model = false;
 };
 
 /// Quantized weights of an int8 Conv or Gemm/MatMul (Gemm weights as [N, K]).

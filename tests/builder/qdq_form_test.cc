@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "builder/build.h"
 #include "gtest/gtest.h"
@@ -377,6 +378,45 @@ TEST(QdqFormTest, WideningToFp32KeepsAnFp16ModelsInputsAndOutputs) {
   EXPECT_EQ(add->kind(), OpKind::kAdd);
   EXPECT_EQ(add->input(0), in_cast->output(0));
   EXPECT_EQ(add->input(1)->constant()->dtype(), DType::kFloat32);
+}
+
+TEST(QdqFormTest, WideningKeepsTheModelsOutputTypesWhereverTheValueComesFrom) {
+  // x:f16 (read), z:f16 (unused) -> Relu = a:f32 (as a DequantizeLinear's output is typed),
+  // output twice and as the model's fp16; k: an fp16 constant output; a node already named
+  // "a_Cast". The model's output types: f16, f16, f16.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat16, {4}));
+  ir::Value* z = g.AddInput("z", ir::TensorType(DType::kFloat16, {4}));
+  ir::Value* a = g.AddNode(OpKind::kRelu, "a_Cast", {x}, {"a"})->output(0);
+  ir::Value* k = g.NewConstant(
+      "k", CastTensor(Tensor::FromVector<float>(DType::kFloat32, {1}, {2}), DType::kFloat16));
+  g.AddOutput(a);
+  g.AddOutput(a);
+  g.AddOutput(k);
+  ASSERT_TRUE(ir::InferShapes(g).ok());
+  a->set_type(ir::TensorType(DType::kFloat32, {4}));
+  absl::StatusOr<int> widened =
+      passes::WidenReducedFloats(g, {DType::kFloat16, DType::kFloat16, DType::kFloat16});
+  ASSERT_TRUE(widened.ok()) << widened.status();
+  SCOPED_TRACE(ir::PrintGraph(g));
+  ASSERT_TRUE(ir::Verify(g).ok());
+  EXPECT_EQ(z->dtype(), DType::kFloat16);
+  EXPECT_TRUE(z->uses().empty());  // no Cast for an input nothing reads
+  EXPECT_EQ(x->dtype(), DType::kFloat16);
+  ASSERT_EQ(g.outputs().size(), 3u);
+  EXPECT_EQ(g.outputs()[0], g.outputs()[1]);  // one Cast for the output listed twice
+  EXPECT_EQ(g.outputs()[0]->name(), "a");
+  EXPECT_EQ(g.outputs()[2]->name(), "k");
+  for (const ir::Value* out : g.outputs()) {
+    EXPECT_EQ(out->dtype(), DType::kFloat16) << out->name();
+    ASSERT_NE(out->producer(), nullptr) << out->name();
+    EXPECT_EQ(out->producer()->kind(), OpKind::kCast) << out->name();
+  }
+  EXPECT_EQ(CountOps(g, OpKind::kCast), 3);  // x's, a's, k's
+  absl::flat_hash_set<std::string> node_names;
+  for (const auto& n : g.nodes()) {
+    EXPECT_TRUE(node_names.insert(n->name()).second) << "two nodes named " << n->name();
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// The lowering of Cast between float types, called directly on IR graphs: an f16 value is
-// computed in fp32 in a plan, so a Cast to f16 inside the graph is its input's buffer, and one
-// that is a graph output is a Cast step into the output's f16 buffer (as a QDQ export of an fp16
-// model ends: fp32 inside, Cast to f16 at the output).
+// The lowering of Cast between float types, called directly on IR graphs: a Cast to f16 inside
+// the graph rounds, as ONNX's does (into an f16 buffer its fp32 readers read back through a
+// Cast), and one that is a graph output is the Cast step into the output's f16 buffer (as a QDQ
+// export of an fp16 model ends: fp32 inside, Cast to f16 at the output).
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace {
 
 using ir::OpKind;
 
-TEST(LoweringCastTest, AFloatCastToF16IsComputedInFp32AndCastAtTheOutput) {
+TEST(LoweringCastTest, ACastToF16RoundsInsideAndIsTheOutputsCast) {
   // x:f32[N, 8] -> Relu -> Cast(to f16) = h -> Cast(to f32) -> Neg = m (f32 output), and
   // h -> Cast(to f16) = y (an f16 output).
   ir::Graph g;
@@ -44,25 +45,32 @@ TEST(LoweringCastTest, AFloatCastToF16IsComputedInFp32AndCastAtTheOutput) {
   options.batch_max = 4;
   absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  // Relu, Neg, and the one Cast into y's f16 buffer.
-  EXPECT_EQ(plan->steps.size(), 3u);
-  EXPECT_EQ(CountSteps(*plan, runtime::StepKind::kCast), 1);
+  // Relu, the rounding to f16, its reading back for Neg, Neg, and the Cast into y's buffer.
+  EXPECT_EQ(plan->steps.size(), 5u);
+  EXPECT_EQ(CountSteps(*plan, runtime::StepKind::kCast), 3);
 
   absl::StatusOr<std::shared_ptr<const runtime::Engine>> engine =
       runtime::Engine::Create(*plan, runtime::EngineOptions{1});
   ASSERT_TRUE(engine.ok()) << engine.status();
-  const Tensor input = SeededUniform({2, 8}, 5, -2.0f, 2.0f);
+  Tensor input = SeededUniform({2, 8}, 5, -2.0f, 2.0f);
+  input.data<float>()[3] = 70000.0f;  // past f16's largest, 65504: inf after the round trip
   absl::StatusOr<std::vector<Tensor>> got = (*engine)->CreateContext()->Run({input});
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 2u);
   ASSERT_EQ((*got)[1].dtype(), DType::kFloat16);
   const Tensor y = CastTensor((*got)[1], DType::kFloat32);
+  int inexact = 0;  // outputs f16 rounding changed
   for (int64_t i = 0; i < input.numel(); ++i) {
-    const float relu = std::max(0.0f, input.data<float>()[i]);
-    // f16 has 11 significant bits: within half a unit in the last place of |relu| <= 2.
-    EXPECT_NEAR(y.data<float>()[i], relu, 1.0f / 1024) << i;
-    EXPECT_EQ((*got)[0].data<float>()[i], -relu) << i;  // computed in fp32, not rounded
+    const float r = std::max(0.0f, input.data<float>()[i]);
+    const Tensor one = Tensor::FromVector<float>(DType::kFloat32, {1}, {r});
+    const float rounded =
+        CastTensor(CastTensor(one, DType::kFloat16), DType::kFloat32).data<float>()[0];
+    EXPECT_EQ(y.data<float>()[i], rounded) << i;
+    EXPECT_EQ((*got)[0].data<float>()[i], -rounded) << i;  // Neg read the rounded values
+    inexact += rounded != r;
   }
+  EXPECT_EQ(y.data<float>()[3], std::numeric_limits<float>::infinity());
+  EXPECT_GT(inexact, 1) << "the input should have values f16 cannot hold exactly";
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "passes/passes.h"
 #include "tests/passes/cleanup_test_util.h"
 
 namespace qcc::testing {
@@ -123,6 +124,41 @@ TEST(AbsorbQdqTest, TheVerifierRefusesGivenParametersOnAnIntegerTensor) {
   const absl::Status s = ir::Verify(g);
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(absl::StrContains(s.message(), "'ids' has given int8 parameters")) << s;
+}
+
+TEST(AbsorbQdqTest, RemoveIdentityAndConstantFoldingKeepTheParametersWithTheOutputsName) {
+  // r = Relu(x) -> Identity = y (a graph output, given q(0.25, 1)); and k = Neg(c) of a constant,
+  // a graph output given q(0.5, 0): remove-identity gives y's name to r, fold-constants to the
+  // folded constant, and the parameters go along.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {2}));
+  ir::Value* r = g.AddNode(OpKind::kRelu, "relu", {x}, {"r"})->output(0);
+  ir::Value* y = g.AddNode(OpKind::kIdentity, "id", {r}, {"y"})->output(0);
+  ir::Value* c = g.NewConstant("c", Tensor::FromVector<float>(DType::kFloat32, {2}, {1, -2}));
+  ir::Value* k = g.AddNode(OpKind::kNeg, "neg", {c}, {"k"})->output(0);
+  g.AddOutput(y);
+  g.AddOutput(k);
+  y->set_given_quant({0.25f, 1});
+  k->set_given_quant({0.5f, 0});
+  ASSERT_TRUE(ir::InferShapes(g).ok());
+  passes::Pipeline pipeline;
+  pipeline.push_back(passes::CreateRemoveIdentityPass());
+  pipeline.push_back(passes::CreateFoldConstantsPass());
+  absl::StatusOr<std::vector<passes::PassRecord>> records = passes::RunPipeline(g, pipeline);
+  ASSERT_TRUE(records.ok()) << records.status();
+  SCOPED_TRACE(ir::PrintGraph(g));
+  ASSERT_EQ(g.outputs().size(), 2u);
+  const ir::Value* out0 = g.outputs()[0];
+  const ir::Value* out1 = g.outputs()[1];
+  EXPECT_EQ(out0, r);
+  EXPECT_EQ(out0->name(), "y");
+  ASSERT_NE(out0->given_quant(), nullptr);
+  EXPECT_EQ(out0->given_quant()->scale, 0.25f);
+  EXPECT_EQ(out0->given_quant()->zero_point, 1);
+  EXPECT_NE(out1->constant(), nullptr);
+  EXPECT_EQ(out1->name(), "k");
+  ASSERT_NE(out1->given_quant(), nullptr);
+  EXPECT_EQ(out1->given_quant()->scale, 0.5f);
 }
 
 }  // namespace

@@ -197,9 +197,12 @@ def main():
 
     fp32 = batched(fp32_session, x_model).astype(np.float32)
     qdq_session = ort_side.session(qdq, 2)
-    if qdq_session.get_inputs()[0].type != model_input.type:
-        sys.exit(f"{tag}: the QDQ model's input is {qdq_session.get_inputs()[0].type}, the "
-                 f"model's {model_input.type}: export changed the model's interface")
+    for what, got, want in (("input", qdq_session.get_inputs()[0], model_input),
+                            ("output", qdq_session.get_outputs()[0],
+                             fp32_session.get_outputs()[0])):
+        if got.type != want.type:
+            sys.exit(f"{tag}: the QDQ model's {what} is {got.type}, the model's {want.type}: "
+                     f"export changed the model's interface")
     ort_qdq = batched(qdq_session, x_model).astype(np.float32)
     scratch = os.path.join(args.work, tag)  # per model: tests run in parallel
     os.makedirs(scratch, exist_ok=True)
