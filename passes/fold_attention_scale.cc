@@ -5,7 +5,9 @@
 //   ->  s = MatMul(A', B)         with W / c and bias / c
 // Data movement commutes with a scalar factor, and the Linear layer's result is then the scaled
 // one, so the Div (a pass over every attention score) goes. Every value on the way must be used
-// only there, and W and the bias float constants.
+// only there, and W and the bias float constants. In a QDQ model the values on the way hold the
+// scaled data now, so the parameters the model gave them (and W's scales) are scaled alike;
+// with a factor <= 0 such a model's Linear is left as it is.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -79,6 +81,18 @@ ir::Node* LinearOf(const ir::Graph& graph, ir::Value* v, ir::Value** w, ir::Valu
   return p;
 }
 
+/// The values from the Linear layer `linear` (and its bias Add `owner`) to `v`, its moved data.
+std::vector<ir::Value*> ValuesBetween(ir::Value* v, const ir::Node* linear, const ir::Node* owner) {
+  std::vector<ir::Value*> values;
+  while (v->producer() != nullptr && IsMovement(v->producer()->kind())) {
+    values.push_back(v);
+    v = v->producer()->input(0);
+  }
+  values.push_back(v);  // the owner's output
+  if (linear != owner) values.push_back(linear->output(0));
+  return values;
+}
+
 /// A new float32 constant: `c` times `f`.
 ir::Value* Scaled(ir::Graph& graph, const ir::Value* c, float f) {
   Tensor t = CastTensor(*fuse::ConstantData(c), DType::kFloat32);
@@ -107,7 +121,24 @@ class FoldAttentionScalePass : public Pass {
         ir::Node* owner = nullptr;
         ir::Node* linear = LinearOf(graph, mm->input(side), &w, &bias, &owner);
         if (linear == nullptr) continue;
-        linear->SetInput(1, Scaled(graph, w, *factor));
+        const std::vector<ir::Value*> moved = ValuesBetween(mm->input(side), linear, owner);
+        bool given = w->given_weight_scales() != nullptr;
+        for (const ir::Value* v : moved) given |= v->given_quant() != nullptr;
+        if (given && !(*factor > 0.0f)) continue;
+        ir::Value* scaled_w = Scaled(graph, w, *factor);
+        if (const std::vector<float>* s = w->given_weight_scales()) {
+          std::vector<float> scales = *s;
+          for (float& x : scales) x *= *factor;
+          scaled_w->set_given_weight_scales(std::move(scales));
+        }
+        for (ir::Value* v : moved) {
+          if (const ir::QuantParams* q = v->given_quant()) {
+            ir::QuantParams p = *q;
+            p.scale *= *factor;
+            v->set_given_quant(p);
+          }
+        }
+        linear->SetInput(1, scaled_w);
         if (bias != nullptr) {
           ir::Value* scaled = Scaled(graph, bias, *factor);
           for (int i = 0; i < owner->num_inputs(); ++i) {

@@ -161,5 +161,43 @@ TEST(AbsorbQdqTest, RemoveIdentityAndConstantFoldingKeepTheParametersWithTheOutp
   EXPECT_EQ(out1->given_quant()->scale, 0.5f);
 }
 
+TEST(AbsorbQdqTest, FoldingTheAttentionScaleScalesWhatTheModelGaveTheQPath) {
+  // q = x Wq + bq (given q(0.1, 0); Wq given 0.02 per channel), k = x Wk + bk, scores =
+  // MatMul(q, Transpose(k)) / 2: fold-attention-scale puts the 1/2 into Wq and bq, so q holds
+  // half the values and its grid and Wq's scales halve too.
+  ir::Graph g;
+  g.set_opset(17);
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 4, 8}));
+  auto linear = [&](const std::string& name) {
+    ir::Value* w = g.NewConstant(name + "_w", SeededUniform({8, 8}, 3));
+    ir::Value* b = g.NewConstant(name + "_b", SeededUniform({8}, 4));
+    ir::Value* m = g.AddNode(OpKind::kMatMul, name + "_mm", {x, w}, {name + "_m"})->output(0);
+    return std::make_pair(g.AddNode(OpKind::kAdd, name + "_add", {m, b}, {name})->output(0), w);
+  };
+  auto [q, wq] = linear("q");
+  auto [k, wk] = linear("k");
+  ir::Node* kt = g.AddNode(OpKind::kTranspose, "kt", {k}, {"kt"});
+  kt->mutable_attrs<ir::TransposeAttrs>().perm = {0, 2, 1};
+  ir::Value* s = g.AddNode(OpKind::kMatMul, "scores", {q, kt->output(0)}, {"s"})->output(0);
+  ir::Value* two = g.NewConstant("two", Tensor::FromVector<float>(DType::kFloat32, {}, {2}));
+  g.AddOutput(g.AddNode(OpKind::kDiv, "scale", {s, two}, {"y"})->output(0));
+  q->set_given_quant({0.1f, 0});
+  wq->set_given_weight_scales(std::vector<float>(8, 0.02f));
+  ASSERT_TRUE(ir::InferShapes(g).ok());
+  passes::Pipeline pipeline;
+  pipeline.push_back(passes::CreateFoldAttentionScalePass());
+  absl::StatusOr<std::vector<passes::PassRecord>> records = passes::RunPipeline(g, pipeline);
+  ASSERT_TRUE(records.ok()) << records.status();
+  SCOPED_TRACE(ir::PrintGraph(g));
+  ASSERT_EQ(CountOps(g, OpKind::kDiv), 0);  // folded
+  ASSERT_NE(q->given_quant(), nullptr);
+  EXPECT_FLOAT_EQ(q->given_quant()->scale, 0.05f);
+  const ir::Value* w = q->producer()->input(0)->producer()->input(1);
+  ASSERT_NE(w, wq);
+  ASSERT_NE(w->given_weight_scales(), nullptr);
+  for (float scale : *w->given_weight_scales()) EXPECT_FLOAT_EQ(scale, 0.01f);
+  EXPECT_EQ(k->given_quant(), nullptr);
+}
+
 }  // namespace
 }  // namespace qcc::testing
