@@ -39,13 +39,17 @@ std::optional<float> Factor(const ir::Node& top, const ir::Value* product) {
 
 /// The Linear layer (MatMul + bias Add, or Gemm) that `v` is moved data of, with every value
 /// from it to `v` used once: the node reading the weight `w` (returned), and the node reading
-/// `bias` (the Add, or the Gemm; null without a bias).
+/// `bias` (the Add, or the Gemm; null without a bias). `values` gets every value from `v` back to
+/// the Linear layer's result (and, for MatMul + Add, the MatMul's), which will hold scaled data.
 ir::Node* LinearOf(const ir::Graph& graph, ir::Value* v, ir::Value** w, ir::Value** bias,
-                   ir::Node** bias_owner) {
+                   ir::Node** bias_owner, std::vector<ir::Value*>* values) {
+  values->clear();
   while (v->producer() != nullptr && IsMovement(v->producer()->kind())) {
     if (!fuse::HasSingleUse(graph, v)) return nullptr;
+    values->push_back(v);
     v = v->producer()->input(0);
   }
+  values->push_back(v);
   ir::Node* p = v->producer();
   if (p == nullptr || !fuse::HasSingleUse(graph, v)) return nullptr;
   if (p->kind() == ir::OpKind::kGemm) {
@@ -65,6 +69,7 @@ ir::Node* LinearOf(const ir::Graph& graph, ir::Value* v, ir::Value** w, ir::Valu
       *w = mm->input(1);
       *bias = p->input(1 - side);
       *bias_owner = p;
+      values->push_back(p->input(side));
       p = mm;
       break;
     }
@@ -79,18 +84,6 @@ ir::Node* LinearOf(const ir::Graph& graph, ir::Value* v, ir::Value** w, ir::Valu
     if (bt == nullptr || !IsFloat(bt->dtype())) return nullptr;
   }
   return p;
-}
-
-/// The values from the Linear layer `linear` (and its bias Add `owner`) to `v`, its moved data.
-std::vector<ir::Value*> ValuesBetween(ir::Value* v, const ir::Node* linear, const ir::Node* owner) {
-  std::vector<ir::Value*> values;
-  while (v->producer() != nullptr && IsMovement(v->producer()->kind())) {
-    values.push_back(v);
-    v = v->producer()->input(0);
-  }
-  values.push_back(v);  // the owner's output
-  if (linear != owner) values.push_back(linear->output(0));
-  return values;
 }
 
 /// A new float32 constant: `c` times `f`.
@@ -119,9 +112,9 @@ class FoldAttentionScalePass : public Pass {
         ir::Value* w = nullptr;
         ir::Value* bias = nullptr;
         ir::Node* owner = nullptr;
-        ir::Node* linear = LinearOf(graph, mm->input(side), &w, &bias, &owner);
+        std::vector<ir::Value*> moved;
+        ir::Node* linear = LinearOf(graph, mm->input(side), &w, &bias, &owner, &moved);
         if (linear == nullptr) continue;
-        const std::vector<ir::Value*> moved = ValuesBetween(mm->input(side), linear, owner);
         bool given = w->given_weight_scales() != nullptr;
         for (const ir::Value* v : moved) given |= v->given_quant() != nullptr;
         if (given && !(*factor > 0.0f)) continue;
