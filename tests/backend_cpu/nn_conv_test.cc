@@ -185,6 +185,14 @@ const std::vector<ConvCase>& Cases() {
       {"depthwise_3x3_stride1_13_rows", 1, 3, 3, 3, {13, 40}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"depthwise_5x5_stride2_same_pads", 2, 6, 6, 6, {14, 14}, {5, 5}, {2, 2}, {}, {1, 1, 2, 2}},
       {"depthwise_7x7_stride1", 1, 3, 3, 3, {11, 18}, {7, 7}, {}, {}, {3, 3, 3, 3}},
+      // DepthwisePlaneNarrow (stride 1, square 5 x 5 and 7 x 7 kernels, rows of one or two
+      // segments, eight accumulators): 13 rows (a group of 8 and one of 5) of 14 outputs; a
+      // channel multiplier of 2 with asymmetric pads and 28 outputs (a segment of 12); rows of
+      // exactly 32 and of 17 outputs (a second segment of one lane), 7 x 7 without pads.
+      {"depthwise_5x5_narrow_one_segment", 2, 6, 6, 6, {13, 14}, {5, 5}, {}, {}, {2, 2, 2, 2}},
+      {"depthwise_5x5_narrow_multiplier2", 1, 3, 6, 3, {10, 30}, {5, 5}, {}, {}, {1, 2, 3, 0}},
+      {"depthwise_7x7_narrow_32_wide", 1, 4, 4, 4, {9, 32}, {7, 7}, {}, {}, {3, 3, 3, 3}},
+      {"depthwise_7x7_narrow_17_wide", 2, 2, 2, 2, {20, 23}, {7, 7}},
       {"depthwise_7x7_stride2_wide", 1, 2, 2, 2, {13, 40}, {7, 7}, {2, 2}, {}, {3, 3, 3, 3}},
       {"depthwise_3x3_stride_2x1", 1, 4, 4, 4, {10, 9}, {3, 3}, {2, 1}, {}, {1, 1, 1, 1}},
       // Stride 2 over rows of several segments with no left pad, a channel multiplier with

@@ -102,6 +102,10 @@ TEST(NnFusedActivationTest, EveryConvKernelAppliesItInTheEpilogue) {
       {"depthwise", 2, 8, 8, 8, {10, 21}, {3, 3}, {1, 1}, {1, 1}},
       {"depthwise_stride2", 1, 5, 5, 5, {9, 40}, {5, 5}, {2, 2}, {2, 2}},
       {"depthwise_blocked", 1, 24, 24, 24, {7, 7}, {5, 5}, {1, 1}, {2, 2}},
+      // DepthwisePlaneNarrow: 5 x 5 on a 14-wide map (one segment, 8 rows a group), 7 x 7 on a
+      // 26-wide one (two segments, 4 rows a group).
+      {"depthwise_5x5_narrow", 2, 6, 6, 6, {13, 14}, {5, 5}, {1, 1}, {2, 2}},
+      {"depthwise_7x7_narrow_two_segments", 1, 4, 4, 4, {11, 26}, {7, 7}, {1, 1}, {3, 3}},
   };
   for (const Geometry& geo : geometries) {
     cpu::ConvF32Params p = ParamsOf(geo);
