@@ -87,6 +87,32 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
       if (other_reads == 0) concat_slots_.emplace(v, ConcatSlot{node.get(), i});
     }
   }
+  if (!options_.on_value) FindResidualAdds(graph_outputs);
+}
+
+void Evaluator::FindResidualAdds(const absl::flat_hash_set<const ir::Value*>& graph_outputs) {
+  for (const auto& node : graph_.nodes()) {
+    if (node->kind() != ir::OpKind::kConv || node->num_outputs() != 1 ||
+        node->attrs<ir::ConvAttrs>().activation != ir::Activation::kNone) {
+      continue;
+    }
+    const ir::Value* y = node->output(0);
+    if (y == nullptr || y->uses().size() != 1 || graph_outputs.contains(y)) continue;
+    const ir::Node* add = y->uses()[0].node;
+    if (add->kind() != ir::OpKind::kAdd || add->num_inputs() != 2 || add->num_outputs() != 1 ||
+        residual_adds_.contains(add) || concat_slots_.contains(add->output(0))) {
+      continue;
+    }
+    const ir::Value* r = add->input(1 - y->uses()[0].index);
+    if (r == nullptr || r == y) continue;
+    const ir::TensorType& t = y->type();
+    if (t.dtype != DType::kFloat32 || !t.has_rank() || !(r->type() == t) ||
+        !(add->output(0)->type() == t)) {
+      continue;
+    }
+    residual_adds_.emplace(add, ResidualAdd{node.get(), r});
+    residual_convs_.insert(node.get());
+  }
 }
 
 namespace {
@@ -388,9 +414,53 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     return t;
   };
 
+  // The inputs of each Conv that runs in its Add's place (residual_adds_), from the Conv's
+  // place to the Add's.
+  absl::flat_hash_map<const ir::Node*, std::vector<Tensor>> deferred;
+  // Drops one use of each input of `node`; a value with none left is freed.
+  auto release_inputs = [&](const ir::Node& node) {
+    for (const ir::Value* v : node.inputs()) {
+      if (v == nullptr || --remaining[v] != 0) continue;
+      live.erase(v);  // frees its storage, or its bytes in the arena, unless a view holds it
+      widened.erase(v);
+    }
+  };
+
   int32_t step = 0;
   for (const auto& node : graph_.nodes()) {
     memory->SetStep(step++);
+    if (auto fused = residual_adds_.find(node.get()); fused != residual_adds_.end()) {
+      // The Add of a residual fusion: its Conv, with the residual, into the Add's output.
+      const ir::Node& conv = *fused->second.conv;
+      auto conv_in = deferred.find(node.get());
+      const Tensor residual = lookup(fused->second.residual);
+      if (conv_in == deferred.end() || !residual.defined()) {
+        return absl::InternalError(absl::StrCat(
+            "node '", node->name(), "': the Conv or residual it adds was not computed"));
+      }
+      std::vector<Tensor> out;
+      QCC_ASSIGN_OR_RETURN(Tensor y, allocate(*node, DType::kFloat32, residual.dims(), [&] {
+                             return absl::StrCat("output 0 f32", DimsToString(residual.dims()));
+                           }));
+      out.push_back(std::move(y));
+      OpContext ctx{conv, absl::MakeConstSpan(conv_in->second), absl::MakeSpan(out),
+                    options_.num_threads, options_.on_observe ? &options_.on_observe : nullptr};
+      if (auto packed = packed_conv_weights_.find(&conv); packed != packed_conv_weights_.end()) {
+        ctx.packed_conv_weights = &packed->second;
+        if (auto e = packed_conv_extents_.find(&conv); e != packed_conv_extents_.end()) {
+          ctx.packed_conv_in = &e->second.first;
+          ctx.packed_conv_out = &e->second.second;
+        }
+      }
+      ctx.residual = &residual;
+      ctx.residual_add = node.get();
+      QCC_RETURN_IF_ERROR(registry_.Find(ir::OpKind::kConv)->run(ctx));
+      deferred.erase(conv_in);
+      const ir::Value* v = node->output(0);
+      if (remaining[v] > 0) live[v] = std::move(out[0]);
+      release_inputs(*node);
+      continue;
+    }
     const OpEntry& entry = *registry_.Find(node->kind());
     const bool upcast = entry.float_policy == FloatPolicy::kComputeInF32;
     // An op that moves elements without reading them runs on the fp32 forms when every fp16
@@ -429,6 +499,12 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
               ? ir::TensorType(t.dtype(), std::vector<ir::Dim>(t.dims().begin(), t.dims().end()))
               : ir::TensorType());
       in.push_back(std::move(t));
+    }
+    if (residual_convs_.contains(node.get())) {
+      // Runs in its Add's place (residual_adds_); its inputs are held until then.
+      deferred[node->output(0)->uses()[0].node] = std::move(in);
+      release_inputs(*node);
+      continue;
     }
     for (const Tensor& t : in) in_values.push_back(t.defined() ? &t : nullptr);
     QCC_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types,
@@ -530,11 +606,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     }
     in.clear();
     out.clear();
-    for (const ir::Value* v : node->inputs()) {
-      if (v == nullptr || --remaining[v] != 0) continue;
-      live.erase(v);  // frees its storage, or its bytes in the arena, unless a view holds it
-      widened.erase(v);
-    }
+    release_inputs(*node);
   }
 
   std::vector<Tensor> results;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "backend_cpu/eval_arena.h"
@@ -48,6 +49,8 @@ class Evaluator {
 
   /// The memory of the last Run that succeeded (zeros before the first).
   EvalMemoryStats last_run_memory() const { return arena_->last_stats(); }
+  /// Conv -> Add pairs a run computes as one Conv with the residual (see residual_adds_).
+  int64_t fused_residual_adds() const { return static_cast<int64_t>(residual_adds_.size()); }
 
  private:
   Evaluator(const ir::Graph& graph, EvalOptions options);
@@ -56,6 +59,8 @@ class Evaluator {
                            absl::flat_hash_map<ir::Dim, int64_t>& symbols) const;
   /// Fills packed_conv_weights_ for a Conv node whose W is a constant.
   void PackConvWeights(const ir::Node& node);
+  /// Fills residual_adds_ and residual_convs_.
+  void FindResidualAdds(const absl::flat_hash_set<const ir::Value*>& graph_outputs);
 
   const ir::Graph& graph_;
   EvalOptions options_;
@@ -84,6 +89,18 @@ class Evaluator {
     int index;
   };
   absl::flat_hash_map<const ir::Value*, ConcatSlot> concat_slots_;
+  /// Residual fusion: a Conv (fp32, no fused activation) whose output only an Add reads, with the
+  /// Add's other input of that output's type (a ResNet's or an inverted-residual block's
+  /// shortcut), runs in the Add's place and adds that input in its epilogue before the Add's
+  /// activation (kernels/cpu/conv.h, ConvF32Params::residual): one pass over the output where
+  /// there were two, the same bits. Its inputs stay alive until then. Off when on_value asks for
+  /// every node's output.
+  struct ResidualAdd {
+    const ir::Node* conv;
+    const ir::Value* residual;  // the Add's other input
+  };
+  absl::flat_hash_map<const ir::Node*, ResidualAdd> residual_adds_;  // by Add node
+  absl::flat_hash_set<const ir::Node*> residual_convs_;
 };
 
 /// Lists the nodes of `graph` whose op has no CPU kernel (empty when all are supported).

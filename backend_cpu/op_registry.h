@@ -38,6 +38,11 @@ struct OpContext {
   /// on its own.
   const std::array<int64_t, 3>* packed_conv_in = nullptr;
   const std::array<int64_t, 3>* packed_conv_out = nullptr;
+  /// A Conv whose output only an Add reads, run in that Add's place (the evaluator's residual
+  /// fusion): the Add's other input, added to every output before the Add's fused activation
+  /// (the Conv has none), and `outputs` is the Add's. Null for a plain Conv.
+  const Tensor* residual = nullptr;
+  const ir::Node* residual_add = nullptr;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs[i].defined(); }

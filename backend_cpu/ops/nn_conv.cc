@@ -1,6 +1,7 @@
 // Conv and ConvTranspose on the CPU: resolve the window geometry shared with the shape
 // functions, then call the fp32 kernels (im2col + sgemm, direct depthwise, sgemm + col2im). A
-// fused activation runs in the conv kernels' epilogue.
+// fused activation runs in the conv kernels' epilogue, and so does the residual of an Add the
+// evaluator runs the Conv in (OpContext::residual).
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/ops/fused_activation.h"
 #include "backend_cpu/ops/nn_internal.h"
@@ -52,6 +53,16 @@ absl::Status RunConv(OpContext& ctx) {
   p.groups = a.group;
   QCC_RETURN_IF_ERROR(FillWindow(ctx, *spec, in, SpatialDims(y), pad_begin, p));
   QCC_ASSIGN_OR_RETURN(p.activation, FusedActivationOf(ctx, a));
+  if (ctx.residual != nullptr) {
+    // In an Add's place: y + residual, then the Add's activation (the Conv has none).
+    if (ctx.residual->dtype() != DType::kFloat32 || ctx.residual->dims() != y.dims() ||
+        !p.activation.is_identity()) {
+      return ctx.Error("the residual fused into this Conv does not fit its output");
+    }
+    p.residual = ctx.residual->data<float>();
+    QCC_ASSIGN_OR_RETURN(p.activation,
+                         FusedActivationOf(ctx, ctx.residual_add->attrs<ir::AddAttrs>()));
+  }
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
   // W packed by the evaluator (for these extents, where the packing depends on them), or
   // nothing: ConvF32WithPacked then packs as ConvF32 does.

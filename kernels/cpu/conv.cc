@@ -267,14 +267,53 @@ bool UseDepthwiseDirect(const ConvF32Params& p) {
 
 }  // namespace
 
+namespace {
+
+/// The paths that add ConvF32Params::residual in their epilogue: the AVX-512 microkernels.
+bool ResidualInKernel(const ConvF32Params& p) {
+  return ConvF32HasAvx512() && !UseDepthwiseDirect(p);
+}
+
+/// y = act(y + residual) over y's elements: the residual of the paths that do not take it
+/// themselves, after the convolution ran without it and without its activation.
+void AddResidualAndActivate(const ConvF32Params& p, float* y) {
+  const float* r = p.residual;
+  const ActivationF32 act = p.activation;
+  ParallelForElements(p.num_threads, p.batch * p.out_channels * p.out_size(), 2,
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t i = begin; i < end; ++i) y[i] = y[i] + r[i];
+                        ApplyActivationF32(act, y + begin, end - begin);
+                      });
+}
+
+/// Runs `conv` on `p`, or, when p has a residual that the path `conv` takes would not add, on p
+/// without the residual and the activation, then adds and applies them.
+template <typename Conv>
+void WithResidual(const ConvF32Params& p, float* y, Conv&& conv) {
+  if (p.residual == nullptr || ResidualInKernel(p)) {
+    conv(p);
+    return;
+  }
+  ConvF32Params q = p;
+  q.residual = nullptr;
+  q.activation = ActivationF32{};
+  conv(q);
+  AddResidualAndActivate(p, y);
+}
+
+}  // namespace
+
 int64_t ConvF32WorkspaceSize(const ConvF32Params& p) {
   if (UseDepthwiseDirect(p)) return 0;
   if (ConvF32HasAvx512()) return ConvF32Avx512WorkspaceSize(p);
   return ConvF32HasAvx2() ? ConvF32Avx2WorkspaceSize(p) : ConvF32Im2colWorkspaceSize(p);
 }
 
-void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
-             float* workspace) {
+namespace {
+
+/// ConvF32 without the residual pass: the path for `p`.
+void ConvF32Dispatch(const ConvF32Params& p, const float* x, const float* w, const float* bias,
+                     float* y, float* workspace) {
   if (UseDepthwiseDirect(p)) {
     if (ConvF32HasAvx512() && ConvF32DepthwiseAvx512Fits(p)) {
       ConvF32DepthwiseAvx512(p, x, w, bias, y);
@@ -290,6 +329,13 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
   } else {
     ConvF32Im2col(p, x, w, bias, y, workspace);
   }
+}
+
+}  // namespace
+
+void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
+             float* workspace) {
+  WithResidual(p, y, [&](const ConvF32Params& q) { ConvF32Dispatch(q, x, w, bias, y, workspace); });
 }
 
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
@@ -332,11 +378,15 @@ void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
                        float* workspace) {
   if (!UsePacked(p, packed)) {
     ConvF32(p, x, w, bias, y, workspace);
-  } else if (ConvF32HasAvx512()) {
-    ConvF32Im2colAvx512Packed(p, x, packed.data(), bias, y, workspace);
-  } else {
-    ConvF32Avx2Packed(p, x, packed.data(), bias, y, workspace);
+    return;
   }
+  WithResidual(p, y, [&](const ConvF32Params& q) {
+    if (ConvF32HasAvx512()) {
+      ConvF32Im2colAvx512Packed(q, x, packed.data(), bias, y, workspace);
+    } else {
+      ConvF32Avx2Packed(q, x, packed.data(), bias, y, workspace);
+    }
+  });
 }
 
 void ConvF32Params::SetGeometry2d(const ConvGeometry& g, int64_t kernel_h, int64_t kernel_w) {

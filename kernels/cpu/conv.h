@@ -26,6 +26,11 @@ struct ConvF32Params {
   /// Applied to every output in the kernel's epilogue (ConvF32 and the kernels behind it; the
   /// transposed convolution ignores it).
   ActivationF32 activation;
+  /// When not null, a tensor of y's shape added to every output before the activation: y =
+  /// act(conv + residual), each sum rounded once as a separate Add would (a ResNet's shortcut).
+  /// ConvF32 and ConvF32WithPacked take it; the AVX-512 microkernels add it in their epilogue,
+  /// the other paths in a pass over y after the convolution. It may not overlap x or y.
+  const float* residual = nullptr;
 
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }

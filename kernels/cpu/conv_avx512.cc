@@ -139,6 +139,16 @@ Geometry GeometryOf(const ConvF32Params& p) {
     c##r##0 = Activate(c##r##0, lo, hi, slope); \
     c##r##1 = Activate(c##r##1, lo, hi, slope); \
   }
+// Adds the residual (rc: at the tile's place in the residual, null: none) to the block.
+#define QCC_RES(r)                                                                  \
+  if (r < MR) {                                                                     \
+    c##r##0 = _mm512_add_ps(c##r##0, _mm512_maskz_loadu_ps(m0, rc + r * ldc));      \
+    c##r##1 = _mm512_add_ps(c##r##1, _mm512_maskz_loadu_ps(m1, rc + r * ldc + 16)); \
+  }
+#define QCC_RES_ALL                                                                         \
+  if (rc != nullptr) {                                                                      \
+    QCC_RES(0) QCC_RES(1) QCC_RES(2) QCC_RES(3) QCC_RES(4) QCC_RES(5) QCC_RES(6) QCC_RES(7) \
+  }
 // Applies `act` (null: none) to the block, once per tile after the whole K loop.
 #define QCC_ACT_ALL                                                                         \
   if (act != nullptr) {                                                                     \
@@ -155,12 +165,14 @@ Geometry GeometryOf(const ConvF32Params& p) {
   QCC_STORE(0)        \
   QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
 
-/// c[r, 0:32) = act(bias[r] + sum_k ap[k, r] * b[k, 0:32)) for r < MR, columns masked by m0
-/// (0..15) and m1 (16..31); `act` null is the identity. `ap` holds 8 packed rows per k (rows >= MR
+/// c[r, 0:32) = act(bias[r] + sum_k ap[k, r] * b[k, 0:32) + rc[r, 0:32)) for r < MR, columns
+/// masked by m0 (0..15) and m1 (16..31); `act` null is the identity, `rc` (the residual at the
+/// tile's place, row stride ldc) null adds nothing. `ap` holds 8 packed rows per k (rows >= MR
 /// are zero padding).
 template <int MR>
 QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, const float* bias,
-                     const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
+                     const float* rc, const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0,
+                     __mmask16 m1) {
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
     PrefetchAt<1>(c, r * ldc + 2 * kNr);
@@ -173,6 +185,7 @@ QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb
     const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     QCC_FMA_ALL
   }
+  QCC_RES_ALL
   QCC_ACT_ALL
   QCC_STORE_ALL
 }
@@ -191,8 +204,8 @@ struct TapLoad {
 template <int MR>
 QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
                              const TapLoad* taps, const float* ap, const float* bias,
-                             const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0,
-                             __mmask16 m1) {
+                             const float* rc, const ActivationF32* act, float* c, int64_t ldc,
+                             __mmask16 m0, __mmask16 m1) {
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
     PrefetchAt<1>(c, r * ldc + 2 * kNr);
@@ -207,12 +220,15 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
       QCC_FMA_ALL
     }
   }
+  QCC_RES_ALL
   QCC_ACT_ALL
   QCC_STORE_ALL
 }
 
 #undef QCC_INIT
 #undef QCC_INIT_ALL
+#undef QCC_RES
+#undef QCC_RES_ALL
 #undef QCC_FMA
 #undef QCC_FMA_ALL
 #undef QCC_STORE
@@ -237,13 +253,39 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
   }
 #define QCC_T_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
+/// What a transposed tile does to each channel's positions before it stores them: with a
+/// residual (at the tile's place, y's strides), adds it and then applies the activation (the
+/// tile applies the activation itself otherwise, before transposing).
+struct TransposedEpilogue {
+  const float* rc = nullptr;
+  __m512 lo, hi, slope;
+  bool activate = false;
+};
+
+/// One channel's positions (the lanes of `first`) of a transposed tile, with `e` applied, to its
+/// row of y.
+QCC_AVX512 inline void StoreChannel(__m512 v, float* y, const TransposedEpilogue& e,
+                                    __mmask16 first) {
+  if (e.rc != nullptr) {
+    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(first, e.rc));
+    if (e.activate) v = Activate(v, e.lo, e.hi, e.slope);
+  }
+  _mm512_mask_storeu_ps(y, first, v);
+}
+
 /// Lanes 0..7 of `v` (the positions of mask `first`) to channel a's row of y, lanes 8..15 to
 /// channel b's; a channel outside `ch_mask` is not stored.
 QCC_AVX512 inline void StoreChannelPair(__m512 v, float* y, int64_t ldy, int a, int b,
-                                        __mmask16 ch_mask, __mmask16 first) {
-  if ((ch_mask >> a) & 1) _mm512_mask_storeu_ps(y + a * ldy, first, v);
+                                        __mmask16 ch_mask, __mmask16 first,
+                                        const TransposedEpilogue& e) {
+  TransposedEpilogue ea = e, eb = e;
+  if (e.rc != nullptr) {
+    ea.rc = e.rc + a * ldy;
+    eb.rc = e.rc + b * ldy;
+  }
+  if ((ch_mask >> a) & 1) StoreChannel(v, y + a * ldy, ea, first);
   if ((ch_mask >> b) & 1) {
-    _mm512_mask_storeu_ps(y + b * ldy, first, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xEE));
+    StoreChannel(_mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xEE), y + b * ldy, eb, first);
   }
 }
 
@@ -256,7 +298,7 @@ QCC_AVX512 inline void StoreChannelPair(__m512 v, float* y, int64_t ldy, int a, 
 template <int NP>
 QCC_AVX512 inline void StoreTransposedHalf(__m512 c0, __m512 c1, __m512 c2, __m512 c3, __m512 c4,
                                            __m512 c5, __m512 c6, __m512 c7, float* y, int64_t ldy,
-                                           __mmask16 ch_mask) {
+                                           __mmask16 ch_mask, const TransposedEpilogue& e) {
   const __m512 t0 = _mm512_maskz_unpacklo_ps(0xFFFF, c0, c1),
                t1 = _mm512_maskz_unpackhi_ps(0xFFFF, c0, c1);
   const __m512 t2 = _mm512_maskz_unpacklo_ps(0xFFFF, c2, c3),
@@ -278,20 +320,21 @@ QCC_AVX512 inline void StoreTransposedHalf(__m512 c0, __m512 c1, __m512 c2, __m5
   const __mmask16 first = static_cast<__mmask16>((1u << NP) - 1);
   for (int j = 0; j < 4; ++j) {
     StoreChannelPair(_mm512_maskz_permutex2var_ps(0xFFFF, s[j], lo_idx, s[4 + j]), y, ldy, j, 4 + j,
-                     ch_mask, first);
+                     ch_mask, first, e);
     StoreChannelPair(_mm512_maskz_permutex2var_ps(0xFFFF, s[j], hi_idx, s[4 + j]), y, ldy, 8 + j,
-                     12 + j, ch_mask, first);
+                     12 + j, ch_mask, first, e);
   }
 }
 
-/// y[c * ldy + r] = act(bias[c] + sum_k x[k * ldx + r] * bp[k][c]) for positions r < NP and the
-/// channels c < 32 of masks ch_m0 (0..15) and ch_m1 (16..31); `bp` holds 32 packed channels per k
-/// (zero past the last), `bias` null for none. Each sum runs over k in order from the bias, with
-/// the same fused multiply-adds as Tile, so the bits are Tile's.
+/// y[c * ldy + r] = act(bias[c] + sum_k x[k * ldx + r] * bp[k][c] + rc[c * ldy + r]) for
+/// positions r < NP and the channels c < 32 of masks ch_m0 (0..15) and ch_m1 (16..31); `bp` holds
+/// 32 packed channels per k (zero past the last), `bias` null for none, `rc` (the residual at the
+/// tile's place) null for none. Each sum runs over k in order from the bias, with the same fused
+/// multiply-adds as Tile, so the bits are Tile's.
 template <int NP>
 QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const float* bp,
-                               const float* bias, const ActivationF32* act, float* y, int64_t ldy,
-                               __mmask16 ch_m0, __mmask16 ch_m1) {
+                               const float* bias, const float* rc, const ActivationF32* act,
+                               float* y, int64_t ldy, __mmask16 ch_m0, __mmask16 ch_m1) {
   // Channels 16..31 are read only where ch_m1 has lanes: no pointer is formed past the bias.
   const __m512 bias_lo = bias != nullptr ? _mm512_maskz_loadu_ps(ch_m0, bias) : _mm512_setzero_ps();
   const __m512 bias_hi =
@@ -313,13 +356,19 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
     hi = _mm512_set1_ps(act->hi);
     slope = _mm512_set1_ps(act->negative_slope);
   }
-  QCC_T_ALL(QCC_T_ACTIVATE)
+  // With a residual the activation comes after it, at the store.
+  TransposedEpilogue e{rc, lo, hi, slope, act != nullptr};
+  if (rc == nullptr) {
+    QCC_T_ALL(QCC_T_ACTIVATE)
+  }
   // Positions past NP have no accumulators: zeros, never stored.
   const __m512 z = _mm512_setzero_ps();
 #define QCC_T_HALF(h)                                                                        \
   StoreTransposedHalf<NP>(c0##h, NP > 1 ? c1##h : z, NP > 2 ? c2##h : z, NP > 3 ? c3##h : z, \
                           NP > 4 ? c4##h : z, NP > 5 ? c5##h : z, NP > 6 ? c6##h : z,        \
-                          NP > 7 ? c7##h : z, y + h * 16 * ldy, ldy, ch_m##h)
+                          NP > 7 ? c7##h : z, y + h * 16 * ldy, ldy, ch_m##h, eh##h)
+  TransposedEpilogue eh0 = e, eh1 = e;
+  if (rc != nullptr) eh1.rc = rc + 16 * ldy;
   QCC_T_HALF(0);
   if (ch_m1 != 0) QCC_T_HALF(1);
 #undef QCC_T_HALF
@@ -331,7 +380,8 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
 #undef QCC_T_ACTIVATE
 
 using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*,
-                                  const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
+                                  const float*, const ActivationF32*, float*, int64_t, __mmask16,
+                                  __mmask16);
 constexpr TransposedTileFn kTransposedTiles[9] = {
     nullptr,           TileTransposed<1>, TileTransposed<2>, TileTransposed<3>, TileTransposed<4>,
     TileTransposed<5>, TileTransposed<6>, TileTransposed<7>, TileTransposed<8>};
@@ -346,13 +396,13 @@ bool UseTransposed(const ConvF32Params& p) {
          p.in_channels >= 64 && n * m < (int64_t{1} << 31) / 2;
 }
 
-using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*,
+using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*, const float*,
                         const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
 constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>,
                                     Tile<5>, Tile<6>, Tile<7>, Tile<8>};
 using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const TapLoad*,
-                                const float*, const float*, const ActivationF32*, float*, int64_t,
-                                __mmask16, __mmask16);
+                                const float*, const float*, const float*, const ActivationF32*,
+                                float*, int64_t, __mmask16, __mmask16);
 constexpr ImplicitTileFn kImplicitTiles[kMr + 1] = {
     nullptr,         TileImplicit<1>, TileImplicit<2>, TileImplicit<3>, TileImplicit<4>,
     TileImplicit<5>, TileImplicit<6>, TileImplicit<7>, TileImplicit<8>};
@@ -439,11 +489,14 @@ void ConvF32PointwiseTransposed(const ConvF32Params& p, const float* x, const fl
           const __mmask16 m0 = LowBits16(ch), m1 = LowBits16(ch - 16);
           const float* xi = x + img * k_len * n_sp;
           float* yb = y + (img * m + cb * 32) * n_sp;
+          const float* rb =
+              p.residual != nullptr ? p.residual + (img * m + cb * 32) * n_sp : nullptr;
           const float* bp = packed + cb * 32 * k_len;
           const float* bias_b = bias != nullptr ? bias + cb * 32 : nullptr;
           for (int64_t n0 = 0; n0 < n_sp; n0 += tile) {
             const int64_t np = std::min(tile, n_sp - n0);
-            kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b, act, yb + n0, n_sp, m0, m1);
+            kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b,
+                                 rb != nullptr ? rb + n0 : nullptr, act, yb + n0, n_sp, m0, m1);
           }
         }
       });
@@ -529,6 +582,9 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
                         mb1 = std::min(g.m_blocks, mb0 + g.m_chunk_blocks);
           const float* xg = x + (n * p.in_channels + grp * g.cg) * in_sp;
           float* yg = y + (n * p.out_channels + grp * g.mg) * out_sp + r0 * ow;
+          const float* rg = p.residual != nullptr
+                                ? p.residual + (n * p.out_channels + grp * g.mg) * out_sp + r0 * ow
+                                : nullptr;
           const float* ag = packed + grp * g.m_blocks * kMr * g.k;
           const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
           const float* b = xg + r0 * ow;
@@ -544,11 +600,13 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
             const int64_t rows = std::min(kMr, g.mg - mb * kMr);
             const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
             float* c = yg + mb * kMr * out_sp + j;
+            const float* rc = rg != nullptr ? rg + mb * kMr * out_sp + j : nullptr;
             if (g.implicit) {
-              kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, act,
-                                   c, out_sp, m0, m1);
+              kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, rc,
+                                   act, c, out_sp, m0, m1);
             } else {
-              kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, act, c, out_sp, m0, m1);
+              kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, rc, act, c, out_sp, m0,
+                           m1);
             }
           };
           if (!g.implicit && (mb1 - mb0) * kMr > cols) {

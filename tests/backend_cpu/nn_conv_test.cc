@@ -136,15 +136,29 @@ cpu::ConvF32Params ParamsOf(const ConvCase& cc, std::vector<int64_t>& strides,
   return p;
 }
 
+/// A case's seeded operands and its kernel parameters (ParamsOf) at its batch.
+struct CaseOperands {
+  Tensor x, w, b;
+  std::vector<int64_t> strides, dilations, pb, out;
+  cpu::ConvF32Params p;
+  const float* bias() const { return b.defined() ? b.data<float>() : nullptr; }
+};
+CaseOperands OperandsOf(const ConvCase& cc) {
+  CaseOperands o;
+  o.x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
+  o.w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
+  o.b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
+  o.p = ParamsOf(cc, o.strides, o.dilations, o.pb, o.out);
+  return o;
+}
+
 // Through the evaluator (Conv with constant W and bias, which it packs once): within 1e-4 of the
 // oracle, and bit for bit ConvF32 called directly (which packs on every call).
 void RunConvCase(const ConvCase& cc) {
   SCOPED_TRACE(cc.name);
-  const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
-  const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
-  const Tensor b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
-  std::vector<int64_t> strides, dilations, pb, out;
-  const cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
+  const CaseOperands o = OperandsOf(cc);
+  const Tensor &x = o.x, &w = o.w, &b = o.b;
+  const cpu::ConvF32Params& p = o.p;
   ir::ConvAttrs a;
   a.group = cc.group;
   a.strides = cc.strides;
@@ -152,12 +166,11 @@ void RunConvCase(const ConvCase& cc) {
   a.pads = cc.pads;
   auto y = RunSingleOp(ir::OpKind::kConv, a, {{x}, {w, true}, {b, true}});
   ASSERT_TRUE(y.ok()) << y.status();
-  const Tensor want = NaiveConv(x, w, b, cc.group, strides, dilations, pb, out);
+  const Tensor want = NaiveConv(x, w, b, cc.group, o.strides, o.dilations, o.pb, o.out);
   EXPECT_EQ(CompareTensors((*y)[0], want, 1e-4, 1e-4), "");
   Tensor direct(DType::kFloat32, want.dims());
   std::vector<float> ws(cpu::ConvF32WorkspaceSize(p) + 1);
-  cpu::ConvF32(p, x.data<float>(), w.data<float>(), b.defined() ? b.data<float>() : nullptr,
-               direct.data<float>(), ws.data());
+  cpu::ConvF32(p, x.data<float>(), w.data<float>(), o.bias(), direct.data<float>(), ws.data());
   EXPECT_EQ(CompareTensors((*y)[0], direct, 0, 0), "");
 }
 
@@ -336,6 +349,56 @@ TEST(NnConvTest, MatchesNaiveConvolution) {
   for (const ConvCase& cc : Cases()) RunConvCase(cc);
 }
 
+// A residual (ConvF32Params::residual) on every case, through ConvF32 and ConvF32WithPacked at 1
+// and 3 threads, with and without an activation: bit for bit the convolution without it, then
+// act(y + residual) element by element (what a Conv step followed by an Add step computes). On
+// AVX-512 the microkernels add it in their epilogue (the plain tile, the implicit-im2col tile and
+// the transposed one); the depthwise and other paths add it in a pass after the convolution.
+TEST(NnConvTest, ResidualIsAddedBeforeTheActivation) {
+  cpu::ActivationF32 clip;
+  clip.lo = -0.5f;
+  clip.hi = 2.0f;
+  cpu::ActivationF32 leaky;
+  leaky.negative_slope = 0.125f;
+  for (const ConvCase& cc : Cases()) {
+    SCOPED_TRACE(cc.name);
+    CaseOperands o = OperandsOf(cc);
+    const Tensor &x = o.x, &w = o.w;
+    cpu::ConvF32Params& p = o.p;
+    const Dims y_dims = NcPlus(cc.n, cc.m, o.out);
+    const Tensor r = RandomF32(y_dims, 4);
+    const float* bias = o.bias();
+    cpu::ConvF32Params one = p;
+    one.batch = 1;
+    const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
+    for (const cpu::ActivationF32& act : {cpu::ActivationF32{}, clip, leaky}) {
+      for (int threads : {1, 3}) {
+        p.num_threads = threads;
+        p.activation = cpu::ActivationF32{};
+        p.residual = nullptr;
+        Tensor want(DType::kFloat32, y_dims);
+        std::vector<float> ws(cpu::ConvF32WorkspaceSize(p) + 1);
+        cpu::ConvF32(p, x.data<float>(), w.data<float>(), bias, want.data<float>(), ws.data());
+        for (int64_t i = 0; i < want.numel(); ++i) {
+          want.data<float>()[i] = act(want.data<float>()[i] + r.data<float>()[i]);
+        }
+        p.activation = act;
+        p.residual = r.data<float>();
+        Tensor y(DType::kFloat32, y_dims), with_packed(DType::kFloat32, y_dims);
+        ws.assign(cpu::ConvF32WorkspaceSize(p) + 1, 0.0f);
+        cpu::ConvF32(p, x.data<float>(), w.data<float>(), bias, y.data<float>(), ws.data());
+        EXPECT_EQ(CompareTensors(y, want, 0, 0), "")
+            << "ConvF32, threads " << threads << ", slope " << act.negative_slope;
+        ws.assign(cpu::ConvF32WithPackedWorkspaceSize(p, packed) + 1, 0.0f);
+        cpu::ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias,
+                               with_packed.data<float>(), ws.data());
+        EXPECT_EQ(CompareTensors(with_packed, want, 0, 0), "")
+            << "ConvF32WithPacked, threads " << threads << ", slope " << act.negative_slope;
+      }
+    }
+  }
+}
+
 // The im2col behind the AVX-512 and AVX2 tiles (Im2colRowsF32), for stride 2 in x (its AVX-512
 // rows are built 16 columns at a time with per-tap masks) and stride 1, against the definition:
 // row (c, tap) column (oy - r0, ox) holds x[c, oy * sy - pad_y + ky * dy, ox * sx - pad_x + kx *
@@ -405,13 +468,11 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
   int depthwise_avx2_cases = 0;
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
-    const Tensor x = RandomF32(NcPlus(cc.n, cc.c, cc.in), 1);
-    const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
-    const Tensor b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
-    std::vector<int64_t> strides, dilations, pb, out;
-    cpu::ConvF32Params p = ParamsOf(cc, strides, dilations, pb, out);
-    const Tensor want = NaiveConv(x, w, b, cc.group, strides, dilations, pb, out);
-    const float* bias = b.defined() ? b.data<float>() : nullptr;
+    CaseOperands o = OperandsOf(cc);
+    const Tensor &x = o.x, &w = o.w, &b = o.b;
+    cpu::ConvF32Params& p = o.p;
+    const Tensor want = NaiveConv(x, w, b, cc.group, o.strides, o.dilations, o.pb, o.out);
+    const float* bias = o.bias();
     cpu::ConvF32Params one = p;
     one.batch = 1;
     const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
