@@ -375,15 +375,19 @@ absl::Status Lowering::LowerInt8(const ir::Node& node) {
 
 namespace {
 
-/// True for a Binary step that adds with no activation (StepActivation's identity).
-bool IsPlainAdd(const runtime::PlanStep& step) {
-  if (step.kind != static_cast<uint32_t>(StepKind::kBinary)) return false;
+/// True for StepActivation's identity.
+bool IsIdentity(const runtime::StepActivation& a) {
+  const runtime::StepActivation identity;
+  return a.lo == identity.lo && a.hi == identity.hi && a.negative_slope == identity.negative_slope;
+}
+
+/// The parameters of a Binary step that adds (with any activation), or nullopt.
+std::optional<runtime::BinaryStepParams> AddParams(const runtime::PlanStep& step) {
+  if (step.kind != static_cast<uint32_t>(StepKind::kBinary)) return std::nullopt;
   absl::StatusOr<runtime::BinaryStepParams> b =
       runtime::DecodeParams<runtime::BinaryStepParams>(step);
-  const runtime::StepActivation identity;
-  return b.ok() && b->op == static_cast<int64_t>(runtime::BinaryOp::kAdd) &&
-         b->activation.lo == identity.lo && b->activation.hi == identity.hi &&
-         b->activation.negative_slope == identity.negative_slope;
+  if (!b.ok() || b->op != static_cast<int64_t>(runtime::BinaryOp::kAdd)) return std::nullopt;
+  return *b;
 }
 
 }  // namespace
@@ -436,23 +440,45 @@ void Lowering::FuseSteps() {
       fused.kind = static_cast<uint32_t>(StepKind::kUnaryQuantize);
       fused.inputs = unary->inputs;
       fuse(*unary, step, mid, std::move(fused));
-    } else if (IsPlainAdd(step)) {
-      // fp32-result GEMM -> Add of a tensor of the same dims: a transformer's residual.
+    } else if (const std::optional<runtime::BinaryStepParams> add = AddParams(step)) {
+      // An Add of two tensors of the same dims, one the result of an fp32 Conv without an
+      // activation (a ResNet's or an inverted-residual block's shortcut, any activation after
+      // the Add): the Conv with the other as its residual and the Add's activation. Else, with
+      // no activation, one the fp32 result of a GEMM: a transformer's residual.
       for (int side = 0; side < 2; ++side) {
         const int32_t mid = step.inputs[side], other = step.inputs[1 - side];
-        runtime::PlanStep* gemm = sole_producer(mid);
-        if (gemm == nullptr || other == mid) continue;
-        const bool dynamic = gemm->kind == static_cast<uint32_t>(StepKind::kDynamicQGemm);
-        if (!dynamic && gemm->kind != static_cast<uint32_t>(StepKind::kQGemm)) continue;
+        runtime::PlanStep* first = sole_producer(mid);
+        if (first == nullptr || other == mid) continue;
         const runtime::PlanBuffer& y = plan_.buffers[mid];
         const runtime::PlanBuffer& r = plan_.buffers[other];
-        if (y.dtype != DType::kFloat32 || r.dtype != DType::kFloat32 || y.dims != r.dims) continue;
+        if (y.dtype != DType::kFloat32 || r.dtype != DType::kFloat32 || y.dims != r.dims ||
+            plan_.buffers[step.outputs[0]].dims != y.dims) {
+          continue;
+        }
+        if (first->kind == static_cast<uint32_t>(StepKind::kConv)) {
+          absl::StatusOr<runtime::ConvStepParams> conv =
+              runtime::DecodeParams<runtime::ConvStepParams>(*first);
+          if (!conv.ok() || !IsIdentity(conv->activation) || first->inputs.size() > 3) continue;
+          conv->activation = add->activation;
+          runtime::PlanStep fused = WithParams(*conv);
+          fused.kind = first->kind;
+          fused.inputs = first->inputs;
+          fused.inputs.resize(3, -1);
+          fused.inputs.push_back(other);
+          fuse(*first, step, mid, std::move(fused));
+          break;
+        }
+        const bool dynamic = first->kind == static_cast<uint32_t>(StepKind::kDynamicQGemm);
+        if (!IsIdentity(add->activation) ||
+            (!dynamic && first->kind != static_cast<uint32_t>(StepKind::kQGemm))) {
+          continue;
+        }
         const size_t residual_at = dynamic ? 4 : 5;  // after the optional float bias
-        if (gemm->inputs.size() > residual_at) continue;
-        runtime::PlanStep fused = *gemm;
+        if (first->inputs.size() > residual_at) continue;
+        runtime::PlanStep fused = *first;
         fused.inputs.resize(residual_at, -1);
         fused.inputs.push_back(other);
-        fuse(*gemm, step, mid, std::move(fused));
+        fuse(*first, step, mid, std::move(fused));
         break;
       }
     }

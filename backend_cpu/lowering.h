@@ -23,8 +23,8 @@ struct LowerOptions {
   /// in the model's type.
   bool fp16 = false;
   /// Fuse pairs of steps into one pass over their tensor (a transformer's GELU and the Quantize
-  /// of the int8 GEMM it feeds; an fp32-result GEMM and the residual Add after it), with the
-  /// same bits. Off for the CUDA target, which has no kernels for the fused forms.
+  /// of the int8 GEMM it feeds; an fp32 Conv or fp32-result GEMM and the residual Add after it),
+  /// with the same bits. Off for the CUDA target, which has no kernels for the fused forms.
   bool fuse_steps = true;
 };
 

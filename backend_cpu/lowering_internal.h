@@ -180,10 +180,12 @@ class Lowering {
   absl::Status LowerSequenceOp(const ir::Node& node, bool& handled);
   absl::Status PlanArena();
   /// LowerOptions::fuse_steps, on pairs of steps whose intermediate buffer has no other reader
-  /// and is no graph output: Unary -> Quantize becomes one UnaryQuantize step; an fp32-result
-  /// QGemm or DynamicQGemm -> Add of a tensor of its output's dims becomes the GEMM with that
-  /// tensor as its residual input; DynamicQGemm steps of one X without a residual become one
-  /// DynamicQGemms step. Each gives the bits of the steps it replaces.
+  /// and is no graph output: Unary -> Quantize becomes one UnaryQuantize step; an fp32 Conv
+  /// without an activation -> Add (any activation) of a tensor of its output's dims becomes the
+  /// Conv with that tensor as its residual input and the Add's activation; an fp32-result
+  /// QGemm or DynamicQGemm -> Add (no activation) of a tensor of its output's dims becomes the
+  /// GEMM with that tensor as its residual input; DynamicQGemm steps of one X without a residual
+  /// become one DynamicQGemms step. Each gives the bits of the steps it replaces.
   void FuseSteps();
 
   // Shape arithmetic (lowering_shape.cc). Exporters compute shapes from Shape(x); with a dynamic

@@ -65,6 +65,12 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
     case StepKind::kQConv:
     case StepKind::kConv: {
       QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, WeightOperand(plan, i, 1, 4));
+      if (kind == StepKind::kConv && step.inputs.size() > 3 && step.inputs[3] >= 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            "step ", i, " '", step.name, "' (", name,
+            "): an fp32 conv with a fused residual Add has no CUDA kernel yet; compile with "
+            "--target cuda (which does not fuse it)"));
+      }
       int64_t group = 1;
       if (kind == StepKind::kQConv) {
         absl::StatusOr<runtime::QConvStepParams> p =

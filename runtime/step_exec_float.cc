@@ -112,7 +112,7 @@ struct ConvState {
 };
 
 absl::StatusOr<cpu::ConvF32Params> PrepareConvParams(const StepPrepareContext& c) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 3, 1));
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 4, 1));
   QCC_ASSIGN_OR_RETURN(const ConvStepParams params, c.Decode<ConvStepParams>());
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kF32, 4));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kF32, 4));
@@ -137,6 +137,15 @@ absl::StatusOr<cpu::ConvF32Params> PrepareConvParams(const StepPrepareContext& c
                          ConvOutDims(c, g, DimsAtBatch(*x, batch), k, w->dims[2], w->dims[3]));
     QCC_RETURN_IF_ERROR(c.CheckDims(*y, "output Y", batch, want));
     p.out = {1, want[2], want[3]};
+    // The residual of a fused shortcut Add: Y's dims, and not Y's buffer (it is read while Y is
+    // written).
+    if (c.input(3) != nullptr) {
+      QCC_ASSIGN_OR_RETURN(const PlanBuffer* r, c.Input(3, "residual", kF32, 4));
+      QCC_RETURN_IF_ERROR(c.CheckDims(*r, "input residual", batch, want));
+    }
+  }
+  if (c.input(3) != nullptr && c.step().inputs[3] == c.step().outputs[0]) {
+    return c.Error("the residual is the step's output Y");
   }
   return p;
 }
@@ -167,8 +176,9 @@ int64_t ConvScratch(const ConvState& s, const StepRunContext& c) {
 }
 
 void RunConv(const ConvState& s, const StepRunContext& c) {
-  const cpu::ConvF32Params p = ConvRunParams(s, c);
+  cpu::ConvF32Params p = ConvRunParams(s, c);
   if (p.batch == 0) return;
+  if (c.step->inputs.size() > 3) p.residual = c.in<float>(3);
   cpu::ConvF32WithPacked(p, c.in<float>(0), c.in<float>(1), s.packed,
                          c.step->inputs.size() > 2 ? c.in<float>(2) : nullptr, c.out<float>(0),
                          static_cast<float*>(c.scratch));

@@ -18,7 +18,9 @@
 //   QConcat             X0..Xn i8 -> Y i8
 //   Reshape, Transpose, Slice, Pad   X (any dtype) -> Y (same dtype); output dims are the
 //                       output buffer's (its batch taken from the input's)
-//   Conv                X f32, W f32 [K,C/g,R,S], bias f32 [K] (or -1) -> Y f32
+//   Conv                X f32, W f32 [K,C/g,R,S], bias f32 [K] (or -1), residual f32 of Y's
+//                       dims (or absent) -> Y f32: the residual (a shortcut Add the compiler
+//                       fused) is added to every output before the activation
 //   Gemm                A f32, B f32, C f32 (or -1) -> Y f32 (ONNX Gemm)
 //   Softmax             X f32 -> Y f32 along `axis`
 //   Unary               X f32 -> Y f32          Binary   A f32, B f32 (numpy broadcast) -> Y f32
