@@ -27,14 +27,6 @@ namespace {
 using ir::OpKind;
 using runtime::StepKind;
 
-Tensor Seeded(Dims dims, float scale, int seed) {
-  Tensor t(DType::kFloat32, std::move(dims));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    t.data<float>()[i] = scale * static_cast<float>((i * 37 + seed * 11) % 23 - 11) / 11.0f;
-  }
-  return t;
-}
-
 struct Block {
   bool residual_after = false;   // the shortcut computed after the Conv (a downsampling block's)
   bool conv_second = false;      // Add(shortcut, conv)
@@ -81,25 +73,11 @@ runtime::Plan Lower(const ir::Graph& g, bool fuse) {
   return plan.ok() ? *std::move(plan) : runtime::Plan{};
 }
 
+/// The fused plan's outputs equal the unfused plan's, bit for bit.
 void ExpectSameOutputs(const runtime::Plan& fused, const runtime::Plan& unfused) {
-  for (int threads : {1, 2}) {
-    auto a = runtime::Engine::Create(fused, runtime::EngineOptions{threads});
-    auto b = runtime::Engine::Create(unfused, runtime::EngineOptions{threads});
-    ASSERT_TRUE(a.ok()) << a.status();
-    ASSERT_TRUE(b.ok()) << b.status();
-    for (int64_t batch : {1, 3}) {
-      SCOPED_TRACE(absl::StrCat("threads ", threads, " batch ", batch));
-      const Tensor x = Seeded({batch, 8, 6, 7}, 2.0f, static_cast<int>(batch));
-      absl::StatusOr<std::vector<Tensor>> got = (*a)->CreateContext()->Run({x});
-      absl::StatusOr<std::vector<Tensor>> want = (*b)->CreateContext()->Run({x});
-      ASSERT_TRUE(got.ok()) << got.status();
-      ASSERT_TRUE(want.ok()) << want.status();
-      ASSERT_EQ(got->size(), want->size());
-      for (size_t i = 0; i < got->size(); ++i) {
-        EXPECT_EQ(CompareTensors((*got)[i], (*want)[i], 0, 0), "") << "output " << i;
-      }
-    }
-  }
+  ExpectSamePlanOutputs(fused, unfused, {1, 3}, [](int64_t batch) {
+    return Seeded({batch, 8, 6, 7}, 2.0f, static_cast<int>(batch));
+  });
 }
 
 /// The one Conv step of `plan`.
