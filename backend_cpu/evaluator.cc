@@ -459,6 +459,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       const ir::Value* v = node->output(0);
       if (remaining[v] > 0) live[v] = std::move(out[0]);
       release_inputs(*node);
+      if (options_.on_node_done) options_.on_node_done(*node);
       continue;
     }
     const OpEntry& entry = *registry_.Find(node->kind());
@@ -504,6 +505,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       // Runs in its Add's place (residual_adds_); its inputs are held until then.
       deferred[node->output(0)->uses()[0].node] = std::move(in);
       release_inputs(*node);
+      if (options_.on_node_done) options_.on_node_done(*node);
       continue;
     }
     for (const Tensor& t : in) in_values.push_back(t.defined() ? &t : nullptr);
@@ -607,6 +609,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     in.clear();
     out.clear();
     release_inputs(*node);
+    if (options_.on_node_done) options_.on_node_done(*node);
   }
 
   std::vector<Tensor> results;

@@ -24,6 +24,10 @@ struct EvalOptions {
   int num_threads = 0;
   /// Called with each node output right after it is computed (observers, debugging).
   std::function<void(const ir::Value&, const Tensor&)> on_value;
+  /// Called after each node has run, in node order (profiling): unlike on_value it leaves the
+  /// residual fusion on; a fused Conv is done (at no cost) where it would have run, its work
+  /// counted at its Add.
+  std::function<void(const ir::Node&)> on_node_done;
   /// Receives the input of every Observe node (calibration); unset: Observe nodes do nothing.
   ObserveFn on_observe;
   /// Bytes of node outputs a run may hold at once (support/memory.h); 0: the machine's memory.
@@ -51,6 +55,11 @@ class Evaluator {
   EvalMemoryStats last_run_memory() const { return arena_->last_stats(); }
   /// Conv -> Add pairs a run computes as one Conv with the residual (see residual_adds_).
   int64_t fused_residual_adds() const { return static_cast<int64_t>(residual_adds_.size()); }
+  /// The Conv that runs in `add`'s place with its residual (see residual_adds_), or null.
+  const ir::Node* FusedConvOf(const ir::Node& add) const {
+    auto it = residual_adds_.find(&add);
+    return it == residual_adds_.end() ? nullptr : it->second.conv;
+  }
 
  private:
   Evaluator(const ir::Graph& graph, EvalOptions options);
@@ -94,7 +103,7 @@ class Evaluator {
   /// shortcut), runs in the Add's place and adds that input in its epilogue before the Add's
   /// activation (kernels/cpu/conv.h, ConvF32Params::residual): one pass over the output where
   /// there were two, the same bits. Its inputs stay alive until then. Off when on_value asks for
-  /// every node's output.
+  /// every node's output (on_node_done does not).
   struct ResidualAdd {
     const ir::Node* conv;
     const ir::Value* residual;  // the Add's other input

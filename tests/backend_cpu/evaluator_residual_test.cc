@@ -80,11 +80,27 @@ void ExpectSameBits(ir::Graph& g, const std::vector<Tensor>& feeds, int64_t fuse
   plain.num_threads = 2;
   cpu::EvalOptions observed = plain;
   observed.on_value = [](const ir::Value&, const Tensor&) {};
+  // A per-node hook (profiling) keeps the fusion, and hears of every node once a run, the fused
+  // Conv's at its place.
+  cpu::EvalOptions timed = plain;
+  std::vector<std::string> done;
+  timed.on_node_done = [&done](const ir::Node& node) { done.push_back(node.name()); };
   auto a = cpu::Evaluator::Create(g, plain);
   auto b = cpu::Evaluator::Create(g, observed);
-  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = cpu::Evaluator::Create(g, timed);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ((*a)->fused_residual_adds(), fused);
   EXPECT_EQ((*b)->fused_residual_adds(), 0);
+  EXPECT_EQ((*c)->fused_residual_adds(), fused);
+  for (const auto& node : g.nodes()) {
+    const ir::Node* conv = (*a)->FusedConvOf(*node);
+    EXPECT_EQ(conv != nullptr, fused > 0 && node->kind() == ir::OpKind::kAdd);
+  }
+  auto yc = (*c)->Run(feeds);
+  ASSERT_TRUE(yc.ok()) << yc.status();
+  std::vector<std::string> order;
+  for (const auto& node : g.nodes()) order.push_back(node->name());
+  EXPECT_EQ(done, order);
   for (int run = 0; run < 2; ++run) {  // the second run in the arena planned from the first
     auto ya = (*a)->Run(feeds);
     auto yb = (*b)->Run(feeds);
@@ -92,6 +108,7 @@ void ExpectSameBits(ir::Graph& g, const std::vector<Tensor>& feeds, int64_t fuse
     ASSERT_TRUE(yb.ok()) << yb.status();
     ASSERT_EQ(ya->size(), 1u);
     EXPECT_EQ(CompareTensors((*ya)[0], (*yb)[0], 0, 0), "") << "run " << run;
+    EXPECT_EQ(CompareTensors((*yc)[0], (*yb)[0], 0, 0), "") << "run " << run;
   }
 }
 
