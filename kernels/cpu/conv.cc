@@ -187,10 +187,13 @@ __attribute__((target("avx512f"))) void Im2colStride2Avx512(const ConvF32Params&
       // Input column 0 of this row (x[row + 2 j] is output column j's tap).
       const int64_t row = (oy * sy + t.iy0) * w_in + t.ix0;
       for (int64_t i = 0; i < chunks; ++i) {
-        const float* at = xc + row + 2 * c[i].j0;
-        __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(c[i].lo, at), even,
-                                          _mm512_maskz_loadu_ps(c[i].hi, at + 16));
-        if (c[i].expand != 0) v = _mm512_maskz_expand_ps(c[i].expand, v);
+        __m512 v = _mm512_setzero_ps();
+        if (c[i].lo != 0) {  // a column of the chunk reads x: `at` lies in x
+          const float* at = xc + (row + 2 * c[i].j0);
+          v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(c[i].lo, at), even,
+                                     _mm512_maskz_loadu_ps(c[i].hi, at + 16));
+          if (c[i].expand != 0) v = _mm512_maskz_expand_ps(c[i].expand, v);
+        }
         _mm512_mask_storeu_ps(d + i * 16, c[i].store, v);
       }
     }

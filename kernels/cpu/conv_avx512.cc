@@ -254,23 +254,23 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 #define QCC_T_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
 /// What a transposed tile does to each channel's positions before it stores them: with a
-/// residual (at the tile's place, y's strides), adds it and then applies the activation (the
-/// tile applies the activation itself otherwise, before transposing).
+/// residual (`rc`, at the tile's place with y's strides), adds it and then applies the activation
+/// (the tile applies the activation itself otherwise, before transposing).
 struct TransposedEpilogue {
   const float* rc = nullptr;
   __m512 lo, hi, slope;
   bool activate = false;
 };
 
-/// One channel's positions (the lanes of `first`) of a transposed tile, with `e` applied, to its
-/// row of y.
-QCC_AVX512 inline void StoreChannel(__m512 v, float* y, const TransposedEpilogue& e,
-                                    __mmask16 first) {
+/// Channel `ch`'s positions (the lanes of `first`) of a transposed tile, with `e` applied, to its
+/// row of y (row stride ldy; the residual's rows alike).
+QCC_AVX512 inline void StoreChannel(__m512 v, float* y, int64_t ldy, int ch,
+                                    const TransposedEpilogue& e, __mmask16 first) {
   if (e.rc != nullptr) {
-    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(first, e.rc));
+    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(first, e.rc + ch * ldy));
     if (e.activate) v = Activate(v, e.lo, e.hi, e.slope);
   }
-  _mm512_mask_storeu_ps(y, first, v);
+  _mm512_mask_storeu_ps(y + ch * ldy, first, v);
 }
 
 /// Lanes 0..7 of `v` (the positions of mask `first`) to channel a's row of y, lanes 8..15 to
@@ -278,14 +278,9 @@ QCC_AVX512 inline void StoreChannel(__m512 v, float* y, const TransposedEpilogue
 QCC_AVX512 inline void StoreChannelPair(__m512 v, float* y, int64_t ldy, int a, int b,
                                         __mmask16 ch_mask, __mmask16 first,
                                         const TransposedEpilogue& e) {
-  TransposedEpilogue ea = e, eb = e;
-  if (e.rc != nullptr) {
-    ea.rc = e.rc + a * ldy;
-    eb.rc = e.rc + b * ldy;
-  }
-  if ((ch_mask >> a) & 1) StoreChannel(v, y + a * ldy, ea, first);
+  if ((ch_mask >> a) & 1) StoreChannel(v, y, ldy, a, e, first);
   if ((ch_mask >> b) & 1) {
-    StoreChannel(_mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xEE), y + b * ldy, eb, first);
+    StoreChannel(_mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xEE), y, ldy, b, e, first);
   }
 }
 
@@ -367,10 +362,13 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
   StoreTransposedHalf<NP>(c0##h, NP > 1 ? c1##h : z, NP > 2 ? c2##h : z, NP > 3 ? c3##h : z, \
                           NP > 4 ? c4##h : z, NP > 5 ? c5##h : z, NP > 6 ? c6##h : z,        \
                           NP > 7 ? c7##h : z, y + h * 16 * ldy, ldy, ch_m##h, eh##h)
-  TransposedEpilogue eh0 = e, eh1 = e;
-  if (rc != nullptr) eh1.rc = rc + 16 * ldy;
+  const TransposedEpilogue& eh0 = e;
   QCC_T_HALF(0);
-  if (ch_m1 != 0) QCC_T_HALF(1);
+  if (ch_m1 != 0) {
+    TransposedEpilogue eh1 = e;
+    if (rc != nullptr) eh1.rc = rc + 16 * ldy;  // channels 16..31: inside the residual
+    QCC_T_HALF(1);
+  }
 #undef QCC_T_HALF
 }
 
