@@ -15,6 +15,7 @@
 #include "frontend/tensor_proto.h"
 #include "gtest/gtest.h"
 #include "support/npy.h"
+#include "tests/testing/temp_dir.h"
 
 namespace qcc::calib {
 namespace {
@@ -23,14 +24,7 @@ namespace fs = std::filesystem;
 using ir::SymbolDim;
 using ir::TensorType;
 
-std::string TempDir() {
-  static int counter = 0;
-  const std::string dir = ::testing::TempDir() + "/qcc_data_dataset_" + std::to_string(getpid()) +
-                          "_" + std::to_string(counter++);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+std::string TempDir() { return qcc::testing::NewTestDir("qcc_data_dataset"); }
 
 // A 2x2 grey PNG whose every pixel is `value` (so each file is recognisable once loaded).
 void WriteGreyPng(const std::string& path, uint8_t value) {

@@ -14,18 +14,12 @@
 #include "calib/preprocess.h"
 #include "gtest/gtest.h"
 #include "support/float16.h"
+#include "tests/testing/temp_dir.h"
 
 namespace qcc::calib {
 namespace {
 
-std::string TempDir() {
-  static int counter = 0;
-  const std::string dir = ::testing::TempDir() + "/qcc_data_image_" + std::to_string(getpid()) +
-                          "_" + std::to_string(counter++);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string TempDir() { return qcc::testing::NewTestDir("qcc_data_image"); }
 
 Image MakeImage(int h, int w, int c, std::vector<uint8_t> pixels) {
   return Image{h, w, c, std::move(pixels)};

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "calib/preprocess.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace qcc::calib {
 namespace {
@@ -107,8 +108,7 @@ TEST(CalibDataSpec, JsonErrorsNameTheKey) {
 }
 
 TEST(CalibDataSpec, JsonFile) {
-  const std::string dir = ::testing::TempDir() + "/qcc_data_spec_" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
+  const std::string dir = qcc::testing::NewTestDir("qcc_data_spec");
   std::ofstream(dir + "/good.json") << Squeezenet().ToJson();
   std::ofstream(dir + "/bad.json") << R"({"mean": "x"})";
   absl::StatusOr<PreprocessSpec> s = PreprocessSpecFromJsonFile(dir + "/good.json");

@@ -17,20 +17,14 @@
 #include "gtest/gtest.h"
 #include "ir/shape_inference.h"
 #include "support/npy.h"
+#include "tests/testing/temp_dir.h"
 
 namespace qcc::calib {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir() {
-  static int counter = 0;
-  const std::string dir = ::testing::TempDir() + "/qcc_calib_runner_" + std::to_string(getpid()) +
-                          "_" + std::to_string(counter++);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+std::string TempDir() { return qcc::testing::NewTestDir("qcc_calib_runner"); }
 
 // x [N,4] -> Relu -> y -> Softmax -> z. Relu is quantizable, Softmax is not: x and y are
 // observed, z is not.

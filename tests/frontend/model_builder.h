@@ -17,6 +17,7 @@
 #include "ir/graph.h"
 #include "onnx/onnx_pb.h"
 #include "support/tensor.h"
+#include "tests/testing/temp_dir.h"
 
 namespace qcc::frontend::testing {
 
@@ -29,16 +30,7 @@ struct DimSpec {
 };
 
 /// A fresh, empty folder under the test temporary directory.
-inline std::string MakeTempDir() {
-  static int counter = 0;
-  std::string base = ::testing::TempDir();
-  if (!base.empty() && base.back() == '/') base.pop_back();
-  const std::string dir =
-      base + "/qcc_frontend_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+inline std::string MakeTempDir() { return qcc::testing::NewTestDir("qcc_frontend"); }
 
 /// Writes `bytes` to `path`.
 inline void WriteBytes(const std::string& path, const std::string& bytes) {

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "ir/shape_inference.h"
 #include "support/npy.h"
+#include "tests/testing/temp_dir.h"
 
 namespace qcc::calib {
 namespace {
@@ -48,9 +49,7 @@ CalibrationRun Calibrate(DType input_dtype, const std::string& dir, Device devic
 // left out there (count 0 against the CPU's 15,052,800 on an H200), so its scale was missing.
 TEST(CalibGpu, Fp32AndFp16InputsObservedAsOnTheCpu) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  const std::string dir = ::testing::TempDir() + "/qcc_calib_gpu_" + std::to_string(getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const std::string dir = qcc::testing::NewTestDir("qcc_calib_gpu");
   for (int i = 0; i < 10; ++i) {
     std::vector<float> v;
     for (int k = 0; k < 4; ++k) v.push_back(0.37f * static_cast<float>((i * 4 + k) * 7 % 23 - 11));
