@@ -321,8 +321,8 @@ const std::vector<ConvCase>& Cases() {
       {"stride_1x2_rows_in_pads", 1, 4, 6, 1, {3, 37}, {5, 3}, {1, 2}, {}, {3, 1, 3, 0}},
       {"stride2_rows_past_chunk_table", 1, 2, 3, 1, {3, 601}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
       // An im2col path on a map of two tiles (8 x 8, resnet20's stride-2 layer): on several
-      // threads its bands stay a tile wide and the pieces split the output channels (3 chunks of
-      // 3, 3 and 2 blocks at 3 threads).
+      // threads its bands stay a tile wide and the pieces split the output channels (at 3
+      // threads 2 bands x 2 chunks of 4 blocks).
       {"stride2_small_map_channel_chunks",
        1,
        32,
