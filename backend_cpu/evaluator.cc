@@ -88,6 +88,7 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
     }
   }
   if (!options_.on_value) FindResidualAdds(graph_outputs);
+  for (const auto& node : graph_.nodes()) value_count_ += node->num_inputs() + node->num_outputs();
 }
 
 void Evaluator::FindResidualAdds(const absl::flat_hash_set<const ir::Value*>& graph_outputs) {
@@ -251,6 +252,8 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   // that needs it (an op that sees tensors as they are, a graph output, on_value).
   absl::flat_hash_map<const ir::Value*, Tensor> widened;
   absl::flat_hash_map<const ir::Value*, int> remaining;
+  remaining.reserve(value_count_);
+  live.reserve(value_count_);
   for (const auto& n : graph_.nodes()) {
     for (const ir::Value* v : n->inputs()) {
       if (v != nullptr) ++remaining[v];
@@ -426,6 +429,11 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     }
   };
 
+  // A node's operands, cleared for each (their capacity kept: a small model's nodes cost the
+  // evaluator less than their allocations did).
+  std::vector<Tensor> in, out;
+  std::vector<ir::TensorType> in_types;
+  std::vector<const Tensor*> in_values;
   int32_t step = 0;
   for (const auto& node : graph_.nodes()) {
     memory->SetStep(step++);
@@ -438,7 +446,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
         return absl::InternalError(absl::StrCat(
             "node '", node->name(), "': the Conv or residual it adds was not computed"));
       }
-      std::vector<Tensor> out;
+      out.clear();
       QCC_ASSIGN_OR_RETURN(Tensor y, allocate(*node, DType::kFloat32, residual.dims(), [&] {
                              return absl::StrCat("output 0 f32", DimsToString(residual.dims()));
                            }));
@@ -458,6 +466,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       deferred.erase(conv_in);
       const ir::Value* v = node->output(0);
       if (remaining[v] > 0) live[v] = std::move(out[0]);
+      out.clear();
       release_inputs(*node);
       if (options_.on_node_done) options_.on_node_done(*node);
       continue;
@@ -479,9 +488,9 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       }
       move_wide = move_wide && all;
     }
-    std::vector<Tensor> in;
-    std::vector<ir::TensorType> in_types;
-    std::vector<const Tensor*> in_values;
+    in.clear();
+    in_types.clear();
+    in_values.clear();
     for (const ir::Value* v : node->inputs()) {
       const Tensor* wide = upcast || move_wide ? wide_form(v) : nullptr;
       if (wide != nullptr) {
@@ -504,6 +513,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     if (residual_convs_.contains(node.get())) {
       // Runs in its Add's place (residual_adds_); its inputs are held until then.
       deferred[node->output(0)->uses()[0].node] = std::move(in);
+      in.clear();  // moved from: empty again
       release_inputs(*node);
       if (options_.on_node_done) options_.on_node_done(*node);
       continue;
@@ -529,8 +539,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
         }
       }
     }
-    std::vector<Tensor> out;
-    out.reserve(out_types.size());
+    out.clear();
     for (size_t i = 0; i < out_types.size(); ++i) {
       const ir::TensorType& tt = out_types[i];
       if (!tt.IsStatic()) {

@@ -109,6 +109,8 @@ class Evaluator {
     const ir::Value* residual;  // the Add's other input
   };
   absl::flat_hash_map<const ir::Node*, ResidualAdd> residual_adds_;  // by Add node
+  /// At least the values a run tracks (its maps are reserved for them).
+  size_t value_count_ = 0;
   absl::flat_hash_set<const ir::Node*> residual_convs_;
 };
 
