@@ -119,6 +119,12 @@ absl::Status EnqueueConv(const ConvState& s, const DeviceRunContext& c) {
 
 absl::StatusOr<std::unique_ptr<DeviceStep>> PrepareConv(const DevicePrepareContext& c) {
   QCC_ASSIGN_OR_RETURN(const ConvStepParams p, c.Decode<ConvStepParams>());
+  // A cpu plan's Conv with the shortcut Add fused in (its fourth input): no CUDA kernel adds it.
+  if (c.step().inputs.size() > 3 && c.step().inputs[3] >= 0) {
+    return c.Unimplemented(
+        "a conv with a fused residual Add (a cpu plan's) has no CUDA kernel yet: run the plan with "
+        "--device cpu, or compile it with --target cuda");
+  }
   const PlanBuffer& w = c.input(1);
   ConvState s;
   s.d = ConvDimsOf(p.geometry, c.input(0), w, c.output(0));

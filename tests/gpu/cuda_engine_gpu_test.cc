@@ -4,6 +4,7 @@
 // CUDA Graph replay; the device step observer; Enqueue's shape errors. Skipped without a device.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -611,6 +612,26 @@ TEST(CudaEngineGpuTest, EveryStepKindHasACudaKernel) {
   EXPECT_EQ(engine->step_kernel(6), "imma");
   EXPECT_GT(engine->weight_bytes(), 0u);
   EXPECT_FALSE(engine->device_name().empty());
+}
+
+// A cpu plan's Conv with the shortcut Add fused in (a fourth input, the residual) is refused with
+// a clear error naming the step, never run without its residual.
+TEST(CudaEngineGpuTest, AConvWithAFusedResidualIsRefused) {
+  QCC_SKIP_WITHOUT_GPU();
+  PlanBuilder b(1, 2);
+  const int32_t x = b.Input("x", DType::kFloat32, {-1, 4, 5, 5});
+  const int32_t r = b.Input("r", DType::kFloat32, {-1, 4, 5, 5});
+  const int32_t w = b.Weight("w", DType::kFloat32, {4, 4, 3, 3}, std::vector<float>(144, 0.25f));
+  const int32_t y = b.Output("y", DType::kFloat32, {-1, 4, 5, 5});
+  ConvStepParams p;
+  p.geometry.pad_top = p.geometry.pad_left = p.geometry.pad_bottom = p.geometry.pad_right = 1;
+  b.Step(StepKind::kConv, "block.conv2", {x, w, -1, r}, {y}, p);
+  const absl::StatusOr<std::shared_ptr<const CudaEngine>> engine =
+      CudaEngine::Create(RoundTrip(b.plan()));
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kUnimplemented) << engine.status();
+  EXPECT_THAT(std::string(engine.status().message()), ::testing::HasSubstr("fused residual"));
+  EXPECT_THAT(std::string(engine.status().message()), ::testing::HasSubstr("'block.conv2'"));
 }
 
 }  // namespace
