@@ -417,6 +417,21 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
     return t;
   };
 
+  // The context `node`'s kernel runs in: its operands, and a Conv's weights packed once.
+  auto context_for = [&](const ir::Node& node, const std::vector<Tensor>& ins,
+                         std::vector<Tensor>& outs) {
+    OpContext ctx{node, absl::MakeConstSpan(ins), absl::MakeSpan(outs), options_.num_threads,
+                  options_.on_observe ? &options_.on_observe : nullptr};
+    if (auto packed = packed_conv_weights_.find(&node); packed != packed_conv_weights_.end()) {
+      ctx.packed_conv_weights = &packed->second;
+      if (auto e = packed_conv_extents_.find(&node); e != packed_conv_extents_.end()) {
+        ctx.packed_conv_in = &e->second.first;
+        ctx.packed_conv_out = &e->second.second;
+      }
+    }
+    return ctx;
+  };
+
   // The inputs of each Conv that runs in its Add's place (residual_adds_), from the Conv's
   // place to the Add's.
   absl::flat_hash_map<const ir::Node*, std::vector<Tensor>> deferred;
@@ -451,15 +466,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
                              return absl::StrCat("output 0 f32", DimsToString(residual.dims()));
                            }));
       out.push_back(std::move(y));
-      OpContext ctx{conv, absl::MakeConstSpan(conv_in->second), absl::MakeSpan(out),
-                    options_.num_threads, options_.on_observe ? &options_.on_observe : nullptr};
-      if (auto packed = packed_conv_weights_.find(&conv); packed != packed_conv_weights_.end()) {
-        ctx.packed_conv_weights = &packed->second;
-        if (auto e = packed_conv_extents_.find(&conv); e != packed_conv_extents_.end()) {
-          ctx.packed_conv_in = &e->second.first;
-          ctx.packed_conv_out = &e->second.second;
-        }
-      }
+      OpContext ctx = context_for(conv, conv_in->second, out);
       ctx.residual = &residual;
       ctx.residual_add = node.get();
       QCC_RETURN_IF_ERROR(registry_.Find(ir::OpKind::kConv)->run(ctx));
@@ -582,15 +589,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
       QCC_ASSIGN_OR_RETURN(Tensor t, allocate(*node, dt, std::move(dims), what));
       out.push_back(std::move(t));
     }
-    OpContext ctx{*node, absl::MakeConstSpan(in), absl::MakeSpan(out), options_.num_threads,
-                  options_.on_observe ? &options_.on_observe : nullptr};
-    if (auto packed = packed_conv_weights_.find(node.get()); packed != packed_conv_weights_.end()) {
-      ctx.packed_conv_weights = &packed->second;
-      if (auto e = packed_conv_extents_.find(node.get()); e != packed_conv_extents_.end()) {
-        ctx.packed_conv_in = &e->second.first;
-        ctx.packed_conv_out = &e->second.second;
-      }
-    }
+    OpContext ctx = context_for(*node, in, out);
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
       const ir::Value* v = node->output(static_cast<int>(i));
