@@ -162,18 +162,23 @@ inline const std::vector<ConvCase>& Cases() {
       {"pointwise_small_map_many_channels", 1, 40, 72, 1, {7, 7}, {1, 1}},
       {"pointwise_small_map_batch2", 2, 24, 80, 1, {5, 3}, {1, 1}},
       // Pointwise on small maps with 64+ channels in and out run transposed: 32 output
-      // channels per vector, at most 8 positions per tile (a last block of 16 and of 4
-      // channels; tiles of 7, and of 8 then 1).
+      // channels per vector, at most 12 positions per tile (a last block of 16 and of 4
+      // channels; tiles of 10 and 9, and of 12 and 11).
       {"pointwise_transposed_7x7", 2, 72, 80, 1, {7, 7}, {1, 1}},
       {"pointwise_transposed_13x13_no_bias", 1, 64, 100, 1, {13, 13}, {1, 1}, {}, {}, {}, false},
-      // Every AVX-512 tile width (its results go out through an 8 x 8 transpose per 256-bit
-      // half): tiles of 8 then 6 positions with a last block of 26 channels (16 + 10), of 5, of
-      // 4 with a last block of 6, of 3, and of 2 without bias.
-      {"pointwise_transposed_5x6_upper_half", 1, 64, 90, 1, {5, 6}, {1, 1}},
+      // Every AVX-512 tile width, 1 to 12 (positions 0..7 and 8..11 go out through an 8 x 8
+      // transpose per 256-bit half each): tiles of 9 then 8 with a last block of 26 channels
+      // (16 + 10), of 10, of 7, of 6, of 5, of 4 with a last block of 6, of 3, of 2 without
+      // bias, and of 1.
+      {"pointwise_transposed_5x5_upper_half", 1, 64, 90, 1, {5, 5}, {1, 1}},
       {"pointwise_transposed_2x5", 1, 64, 64, 1, {2, 5}, {1, 1}},
+      {"pointwise_transposed_1x7_wide", 1, 64, 64, 1, {1, 7}, {1, 1}},
+      {"pointwise_transposed_2x3_wide", 2, 64, 64, 1, {2, 3}, {1, 1}},
+      {"pointwise_transposed_1x5", 1, 80, 64, 1, {1, 5}, {1, 1}},
       {"pointwise_transposed_2x2_batch2", 2, 64, 70, 1, {2, 2}, {1, 1}},
       {"pointwise_transposed_1x3", 1, 65, 64, 1, {1, 3}, {1, 1}},
       {"pointwise_transposed_1x2", 1, 64, 96, 1, {1, 2}, {1, 1}, {}, {}, {}, false},
+      {"pointwise_transposed_1x1_wide", 2, 64, 64, 1, {1, 1}, {1, 1}},
       // The AVX2 transposed tiles (an eighth or more of the position lanes empty): a 1x1 map
       // at batch 3 with 3 chunks of k and a 2-channel last block; 5x5, 5 channels in the last
       // block, no bias; maps of 7 and 6 positions (last tiles of 3 and 2).
