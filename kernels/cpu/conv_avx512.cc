@@ -6,8 +6,9 @@
 // Why not sgemm: the convolutions of small CNNs are many small products (M = 16..64 output
 // channels, K = C*kh*kw = 27..576, N = one image's output positions), where a BLAS spends much
 // of its time packing the im2col matrix it was handed. The microkernel instead streams the
-// im2col rows as they are (N is contiguous in them) and keeps an 8 x 32 block of y in 16 zmm
-// accumulators for the whole K loop; only the small weight matrix is packed, once per call.
+// im2col rows as they are (N is contiguous in them) and keeps an 8 x 32 (or 8 x 48) block of y in
+// 16 (24) zmm accumulators for the whole K loop; only the small weight matrix is packed, once per
+// call.
 // Implicit im2col: with stride 1, the im2col row of tap t over 16 consecutive outputs of one
 // output row is 16 consecutive inputs, shifted, with the lanes outside the input masked to 0;
 // so the microkernel loads them straight from x and no im2col buffer is written at all.
@@ -32,8 +33,9 @@ namespace qcc::cpu {
 
 namespace {
 
-constexpr int64_t kMr = 8;   // output channels per tile
-constexpr int64_t kNr = 32;  // output positions per tile (two zmm)
+constexpr int64_t kMr = 8;       // output channels per tile
+constexpr int64_t kNr = 32;      // output positions per tile (two zmm) ...
+constexpr int64_t kNrWide = 48;  // ... or three (WideTiles)
 constexpr int64_t kMaxImplicitTaps = 64;
 constexpr int kTp = 12;  // most positions of a transposed tile
 // im2col buffer per thread: a quarter of a 2 MiB L2, so it stays cached for the GEMM.
@@ -44,15 +46,39 @@ constexpr int64_t kColBandFloats = int64_t{1} << 14;
 using internal::Activate;
 using internal::OddLineStride;
 
+/// The lanes of a tile's vectors of positions that are inside y.
+struct ColumnMasks {
+  __mmask16 m[3];
+};
+
 struct Geometry {
   int64_t cg, mg, k, kvol, m_blocks, m_chunks, m_chunk_blocks;
   // The output positions of one image as `rows` rows of `row_len`, split into `bands` bands of
   // `band_rows` rows. A pointwise convolution's positions are one flat run (row_len 1), so its
   // bands can end on whole tiles.
   int64_t rows, row_len, band_rows, bands;
+  int64_t nr;  // positions per tile: kNr or kNrWide
   bool pointwise, implicit;
   int64_t units(int64_t batch, int64_t groups) const { return batch * groups * bands * m_chunks; }
 };
+
+/// Whether tiles span kNrWide positions: 8 x 48 blocks, each weight broadcast shared by three
+/// FMAs instead of two, and the block's stores and prefetches spread over more of them. Measured
+/// (one thread, each layer in its model): 5-12% faster on the im2col and pointwise layers of 784
+/// to 12544 positions (efficientnet-lite0's stem and expand/project convs at 112x112..28x28,
+/// squeezenet's conv1 and 55x55 1x1s); their empty lanes grow (a 27x27 map fills 729 of 768, not
+/// of 736), so only where those are within 3% of the narrow tiles'. The implicit-im2col tile
+/// reads a third load offset and mask per tap as well: 3-5% faster on squeezenet's 55x55 3x3
+/// (64 output channels), 3% slower on resnet20's 32x32 3x3 (16) and squeezenet's 13x13 3x3, so
+/// there only from 1024 positions and 64 output channels per group.
+bool WideTiles(const ConvF32Params& p) {
+  const int64_t n = p.out_size();
+  const bool implicit_path =
+      !p.IsPointwise() && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1;
+  if (implicit_path) return n >= 1024 && p.out_channels / p.groups >= 64;
+  const int64_t lanes32 = (n + 31) / 32 * 32, lanes48 = (n + 47) / 48 * 48;
+  return n >= 256 && lanes48 * 100 <= lanes32 * 103;
+}
 
 Geometry GeometryOf(const ConvF32Params& p) {
   Geometry g;
@@ -68,6 +94,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
   g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
                (p.out[2] % 16 == 0 || same_size) && g.kvol <= kMaxImplicitTaps;
   g.row_len = g.pointwise ? 1 : p.out[2];
+  g.nr = WideTiles(p) ? kNrWide : kNr;
   g.rows =
       g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
   const int64_t threads = std::max(1, p.num_threads);
@@ -87,7 +114,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
       // also split the output channels, each im2colling its band again: one piece a thread,
       // not two, as the im2col repeats for each (that layer on 2 threads: 4 pieces 13.5 us,
       // 2 pieces 9.8 us, 1 thread 17.3 us).
-      g.band_rows = std::max(g.band_rows, std::min(g.rows, (kNr + g.row_len - 1) / g.row_len));
+      g.band_rows = std::max(g.band_rows, std::min(g.rows, (g.nr + g.row_len - 1) / g.row_len));
       const int64_t bands = (g.rows + g.band_rows - 1) / g.band_rows;
       g.m_chunks = std::min(std::max<int64_t>(1, g.m_blocks), (threads + bands - 1) / bands);
     }
@@ -108,7 +135,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
     const int64_t parts = (want + g.m_chunks - 1) / g.m_chunks;
     g.band_rows = std::max<int64_t>(1, (g.rows + parts - 1) / parts);
     // A pointwise band is a whole number of tiles.
-    if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + kNr - 1) / kNr * kNr);
+    if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + g.nr - 1) / g.nr * g.nr);
     if (!channels_first) {
       const int64_t bands = (g.rows + g.band_rows - 1) / g.band_rows;
       g.m_chunks = std::min(blocks, (want + bands - 1) / bands);
@@ -120,33 +147,38 @@ Geometry GeometryOf(const ConvF32Params& p) {
   return g;
 }
 
-// The 8 x 32 accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
+// The 8 x 16NV accumulator block shared by both tiles: c<r><h> holds row r, columns 16h..16h+15.
 // Each row's weight is broadcast once into a register that its two FMAs share (a memory operand
 // with an embedded broadcast in each FMA was 4% faster on a one-FMA-port Intel core, and is
 // 15-35% slower on a 2-core AMD EPYC with AVX-512: bench/fp32_conv_bench).
 #define QCC_INIT(r)                                                                           \
   __m512 c##r##0 = bias != nullptr && r < MR ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps(); \
-  __m512 c##r##1 = c##r##0;
+  __m512 c##r##1 = c##r##0, c##r##2 = c##r##0;
 #define QCC_INIT_ALL \
   QCC_INIT(0) QCC_INIT(1) QCC_INIT(2) QCC_INIT(3) QCC_INIT(4) QCC_INIT(5) QCC_INIT(6) QCC_INIT(7)
-#define QCC_FMA(r)                              \
-  {                                             \
-    const __m512 ar = _mm512_set1_ps(ap[r]);    \
-    c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0); \
-    c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1); \
+#define QCC_FMA(r)                                          \
+  {                                                         \
+    const __m512 ar = _mm512_set1_ps(ap[r]);                \
+    c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);             \
+    c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);             \
+    if (NV > 2) c##r##2 = _mm512_fmadd_ps(ar, b2, c##r##2); \
   }
 #define QCC_FMA_ALL \
   QCC_FMA(0) QCC_FMA(1) QCC_FMA(2) QCC_FMA(3) QCC_FMA(4) QCC_FMA(5) QCC_FMA(6) QCC_FMA(7)
-#define QCC_ACT(r)                              \
-  if (r < MR) {                                 \
-    c##r##0 = Activate(c##r##0, lo, hi, slope); \
-    c##r##1 = Activate(c##r##1, lo, hi, slope); \
+#define QCC_ACT(r)                                          \
+  if (r < MR) {                                             \
+    c##r##0 = Activate(c##r##0, lo, hi, slope);             \
+    c##r##1 = Activate(c##r##1, lo, hi, slope);             \
+    if (NV > 2) c##r##2 = Activate(c##r##2, lo, hi, slope); \
   }
 // Adds the residual (rc: at the tile's place in the residual, null: none) to the block.
-#define QCC_RES(r)                                                                  \
-  if (r < MR) {                                                                     \
-    c##r##0 = _mm512_add_ps(c##r##0, _mm512_maskz_loadu_ps(m0, rc + r * ldc));      \
-    c##r##1 = _mm512_add_ps(c##r##1, _mm512_maskz_loadu_ps(m1, rc + r * ldc + 16)); \
+#define QCC_RES(r)                                                                    \
+  if (r < MR) {                                                                       \
+    c##r##0 = _mm512_add_ps(c##r##0, _mm512_maskz_loadu_ps(m0, rc + r * ldc));        \
+    c##r##1 = _mm512_add_ps(c##r##1, _mm512_maskz_loadu_ps(m1, rc + r * ldc + 16));   \
+    if (NV > 2) {                                                                     \
+      c##r##2 = _mm512_add_ps(c##r##2, _mm512_maskz_loadu_ps(m2, rc + r * ldc + 32)); \
+    }                                                                                 \
   }
 #define QCC_RES_ALL                                                                         \
   if (rc != nullptr) {                                                                      \
@@ -159,33 +191,38 @@ Geometry GeometryOf(const ConvF32Params& p) {
     const __m512 slope = _mm512_set1_ps(act->negative_slope);                               \
     QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7) \
   }
-#define QCC_STORE(r)                                      \
-  if (r < MR) {                                           \
-    _mm512_mask_storeu_ps(c + r * ldc, m0, c##r##0);      \
-    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c##r##1); \
+#define QCC_STORE(r)                                                  \
+  if (r < MR) {                                                       \
+    _mm512_mask_storeu_ps(c + r * ldc, m0, c##r##0);                  \
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c##r##1);             \
+    if (NV > 2) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, c##r##2); \
   }
 #define QCC_STORE_ALL \
   QCC_STORE(0)        \
   QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
 
-/// c[r, 0:32) = act(bias[r] + sum_k ap[k, r] * b[k, 0:32) + rc[r, 0:32)) for r < MR, columns
-/// masked by m0 (0..15) and m1 (16..31); `act` null is the identity, `rc` (the residual at the
-/// tile's place, row stride ldc) null adds nothing. `ap` holds 8 packed rows per k (rows >= MR
+/// c[r, 0:16NV) = act(bias[r] + sum_k ap[k, r] * b[k, 0:16NV) + rc[r, 0:16NV)) for r < MR,
+/// columns masked by masks.m[v] (16v..16v+15); `act` null is the identity, `rc` (the residual at
+/// the tile's place, row stride ldc) null adds nothing. `ap` holds 8 packed rows per k (rows >= MR
 /// are zero padding).
-template <int MR>
+template <int MR, int NV>
 QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, const float* bias,
-                     const float* rc, const ActivationF32* act, float* c, int64_t ldc, __mmask16 m0,
-                     __mmask16 m1) {
+                     const float* rc, const ActivationF32* act, float* c, int64_t ldc,
+                     ColumnMasks masks) {
+  const __mmask16 m0 = masks.m[0], m1 = masks.m[1], m2 = masks.m[2];
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
-    PrefetchAt<1>(c, r * ldc + 2 * kNr);
-    PrefetchAt<1>(c, r * ldc + 2 * kNr + 16);
+    PrefetchAt<1>(c, r * ldc + 32 * NV);
+    PrefetchAt<1>(c, r * ldc + 32 * NV + 16);
+    if (NV > 2) PrefetchAt<1>(c, r * ldc + 32 * NV + 32);
   }
   for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
-    PrefetchAt(b, 2 * kNr);
-    PrefetchAt(b, 2 * kNr + 16);
+    PrefetchAt(b, 32 * NV);
+    PrefetchAt(b, 32 * NV + 16);
+    if (NV > 2) PrefetchAt(b, 32 * NV + 32);
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
     const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    const __m512 b2 = NV > 2 ? _mm512_maskz_loadu_ps(m2, b + 32) : _mm512_setzero_ps();
     QCC_FMA_ALL
   }
   QCC_RES_ALL
@@ -193,33 +230,38 @@ QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb
   QCC_STORE_ALL
 }
 
-/// Where the two 16-lane halves of a tile read one kernel tap in channel 0 of x, and which of
-/// their lanes fall inside x.
+/// Where the 16-lane vectors of a tile (two, or three in a wide one) read one kernel tap in
+/// channel 0 of x, and which of their lanes fall inside x.
 struct TapLoad {
-  int64_t off[2];
-  __mmask16 mask[2];
+  int64_t off[3];
+  __mmask16 mask[3];
 };
 
-/// The same block as Tile, with k = (channel, tap) read straight from x: half h of tap t of
+/// The same block as Tile, with k = (channel, tap) read straight from x: vector h of tap t of
 /// channel ci is the masked load at x + ci * in_sp + taps[t].off[h]. Channel-major, so the few
 /// input lines of one channel are reused by all its taps while in L1 (tap-major order strides
 /// over channel planes, which alias to the same L1 sets when a plane is a multiple of 4 KiB).
-template <int MR>
+template <int MR, int NV>
 QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
                              const TapLoad* taps, const float* ap, const float* bias,
                              const float* rc, const ActivationF32* act, float* c, int64_t ldc,
-                             __mmask16 m0, __mmask16 m1) {
+                             ColumnMasks masks) {
+  const __mmask16 m0 = masks.m[0], m1 = masks.m[1], m2 = masks.m[2];
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
-    PrefetchAt<1>(c, r * ldc + 2 * kNr);
-    PrefetchAt<1>(c, r * ldc + 2 * kNr + 16);
+    PrefetchAt<1>(c, r * ldc + 32 * NV);
+    PrefetchAt<1>(c, r * ldc + 32 * NV + 16);
+    if (NV > 2) PrefetchAt<1>(c, r * ldc + 32 * NV + 32);
   }
   for (int64_t ci = 0; ci < cg; ++ci, x += in_sp) {
     for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
       const __mmask16 k0 = taps[t].mask[0], k1 = taps[t].mask[1];
-      if ((k0 | k1) == 0) continue;  // the whole tap reads padding
+      const __mmask16 k2 = NV > 2 ? taps[t].mask[2] : 0;
+      if ((k0 | k1 | k2) == 0) continue;  // the whole tap reads padding
       const __m512 b0 = _mm512_maskz_loadu_ps(k0, x + taps[t].off[0]);
       const __m512 b1 = _mm512_maskz_loadu_ps(k1, x + taps[t].off[1]);
+      const __m512 b2 =
+          NV > 2 ? _mm512_maskz_loadu_ps(k2, x + taps[t].off[2]) : _mm512_setzero_ps();
       QCC_FMA_ALL
     }
   }
@@ -409,20 +451,24 @@ bool UseTransposed(const ConvF32Params& p) {
 }
 
 using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*, const float*,
-                        const ActivationF32*, float*, int64_t, __mmask16, __mmask16);
-constexpr TileFn kTiles[kMr + 1] = {nullptr, Tile<1>, Tile<2>, Tile<3>, Tile<4>,
-                                    Tile<5>, Tile<6>, Tile<7>, Tile<8>};
+                        const ActivationF32*, float*, int64_t, ColumnMasks);
+// [wide][rows]: tiles of kNr (wide 0) or kNrWide positions.
+constexpr TileFn kTiles[2][kMr + 1] = {{nullptr, Tile<1, 2>, Tile<2, 2>, Tile<3, 2>, Tile<4, 2>,
+                                        Tile<5, 2>, Tile<6, 2>, Tile<7, 2>, Tile<8, 2>},
+                                       {nullptr, Tile<1, 3>, Tile<2, 3>, Tile<3, 3>, Tile<4, 3>,
+                                        Tile<5, 3>, Tile<6, 3>, Tile<7, 3>, Tile<8, 3>}};
 using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const TapLoad*,
                                 const float*, const float*, const float*, const ActivationF32*,
-                                float*, int64_t, __mmask16, __mmask16);
-constexpr ImplicitTileFn kImplicitTiles[kMr + 1] = {
-    nullptr,         TileImplicit<1>, TileImplicit<2>, TileImplicit<3>, TileImplicit<4>,
-    TileImplicit<5>, TileImplicit<6>, TileImplicit<7>, TileImplicit<8>};
+                                float*, int64_t, ColumnMasks);
+constexpr ImplicitTileFn kImplicitTiles[2][kMr + 1] = {
+    {nullptr, TileImplicit<1, 2>, TileImplicit<2, 2>, TileImplicit<3, 2>, TileImplicit<4, 2>,
+     TileImplicit<5, 2>, TileImplicit<6, 2>, TileImplicit<7, 2>, TileImplicit<8, 2>},
+    {nullptr, TileImplicit<1, 3>, TileImplicit<2, 3>, TileImplicit<3, 3>, TileImplicit<4, 3>,
+     TileImplicit<5, 3>, TileImplicit<6, 3>, TileImplicit<7, 3>, TileImplicit<8, 3>}};
 
 /// Store masks of the tile starting at column j of `cols`.
-void ColumnMasks(int64_t j, int64_t cols, __mmask16& m0, __mmask16& m1) {
-  m0 = LowBits16(cols - j);
-  m1 = LowBits16(cols - j - 16);
+ColumnMasks MasksAt(int64_t j, int64_t cols) {
+  return ColumnMasks{{LowBits16(cols - j), LowBits16(cols - j - 16), LowBits16(cols - j - 32)}};
 }
 
 /// The loads of every tap for the tile whose first output (flattened over depth, height,
@@ -430,9 +476,9 @@ void ColumnMasks(int64_t j, int64_t cols, __mmask16& m0, __mmask16& m1) {
 /// element after lane l-1 when the two outputs share a row, or when the input has the output's
 /// extents (a "same"-padded convolution), whose rows follow each other alike; so each tap of a
 /// half is one masked load from lane 0's input position, the lanes outside x masked off.
-void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, TapLoad* taps) {
+void ImplicitTaps(const ConvF32Params& p, int64_t q, int64_t n_valid, int64_t nv, TapLoad* taps) {
   const int64_t ow = p.out[2], oh = p.out[1];
-  for (int64_t h = 0; h < 2; ++h) {
+  for (int64_t h = 0; h < nv; ++h) {
     const int64_t qh = q + 16 * h;
     const int64_t lanes = std::clamp<int64_t>(n_valid - 16 * h, 0, 16);
     const int64_t first[3] = {qh / (oh * ow), qh / ow % oh, qh % ow};  // lane 0's output
@@ -613,31 +659,31 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
             internal::Im2colRowsF32(p, g.cg, xg, r0, r1, col, ldb, 0, 1);
             b = col;
           }
+          const int wide = g.nr == kNrWide ? 1 : 0;
           auto tile = [&](int64_t mb, int64_t j) {
-            __mmask16 m0, m1;
-            ColumnMasks(j, cols, m0, m1);
+            const ColumnMasks masks = MasksAt(j, cols);
             const int64_t rows = std::min(kMr, g.mg - mb * kMr);
             const float* bias_mb = bg != nullptr ? bg + mb * kMr : nullptr;
             float* c = yg + mb * kMr * out_sp + j;
             const float* rc = rg != nullptr ? rg + mb * kMr * out_sp + j : nullptr;
             if (g.implicit) {
-              kImplicitTiles[rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr, bias_mb, rc,
-                                   act, c, out_sp, m0, m1);
+              kImplicitTiles[wide][rows](g.kvol, g.cg, in_sp, xg, taps, ag + mb * g.k * kMr,
+                                         bias_mb, rc, act, c, out_sp, masks);
             } else {
-              kTiles[rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, rc, act, c, out_sp, m0,
-                           m1);
+              kTiles[wide][rows](g.k, ag + mb * g.k * kMr, b + j, ldb, bias_mb, rc, act, c, out_sp,
+                                 masks);
             }
           };
           if (!g.implicit && (mb1 - mb0) * kMr > cols) {
             // More weights than columns (the late layers): each block of weights is read once
             // and stays in L1 across the columns, which stay in L2.
             for (int64_t mb = mb0; mb < mb1; ++mb) {
-              for (int64_t j = 0; j < cols; j += kNr) tile(mb, j);
+              for (int64_t j = 0; j < cols; j += g.nr) tile(mb, j);
             }
           } else if (g.implicit) {
             // Each column tile stays in L1 across the blocks of weights.
-            for (int64_t j = 0; j < cols; j += kNr) {
-              ImplicitTaps(p, r0 * ow + j, std::min(kNr, cols - j), taps);
+            for (int64_t j = 0; j < cols; j += g.nr) {
+              ImplicitTaps(p, r0 * ow + j, std::min(g.nr, cols - j), g.nr / 16, taps);
               for (int64_t mb = mb0; mb < mb1; ++mb) tile(mb, j);
             }
           } else {
@@ -645,11 +691,11 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
             // block writing 8 rows of y at a time (a column tile across every block wrote all
             // of y's rows at once: one store stream per output channel).
             const int64_t band =
-                std::max(kNr, kColBandFloats / std::max<int64_t>(1, g.k) / kNr * kNr);
+                std::max(g.nr, kColBandFloats / std::max<int64_t>(1, g.k) / g.nr * g.nr);
             for (int64_t j0 = 0; j0 < cols; j0 += band) {
               const int64_t j1 = std::min(cols, j0 + band);
               for (int64_t mb = mb0; mb < mb1; ++mb) {
-                for (int64_t j = j0; j < j1; j += kNr) tile(mb, j);
+                for (int64_t j = j0; j < j1; j += g.nr) tile(mb, j);
               }
             }
           }

@@ -202,6 +202,11 @@ inline const std::vector<ConvCase>& Cases() {
       {"implicit_same_size_odd_width", 2, 5, 9, 1, {11, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"implicit_same_size_dilated", 1, 4, 6, 1, {10, 11}, {3, 3}, {}, {2, 2}, {2, 2, 2, 2}},
       {"implicit_same_size_3d", 1, 2, 5, 1, {3, 5, 6}, {3, 3, 3}, {}, {}, {1, 1, 1, 1, 1, 1}},
+      // Implicit im2col in tiles of 48 positions (1024+ positions, 64+ output channels per
+      // group): a same-size map whose vectors straddle rows, a last tile of 29 (its third vector
+      // empty) and a last block of 6 channels; rows of 32 in two groups at batch 2.
+      {"implicit_wide_same_size_odd_width", 1, 3, 70, 1, {31, 35}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"implicit_wide_w32_groups_batch2", 2, 4, 128, 2, {32, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       // Stride-2 im2col rows of 16 outputs at a time and a tail (CopyEvenAvx512).
       {"stride2_wide_rows", 1, 3, 8, 1, {9, 75}, {3, 3}, {2, 2}, {}, {0, 1, 0, 1}},
       // Stride-2 im2col rows built per 16-column chunk (Im2colStride2Avx512): a left pad past
