@@ -202,17 +202,20 @@ TEST(NnPoolTest, MaxPoolIndicesBothStorageOrders) {
 // tail), stride 1 and 2, with and without pads, on the exact scalar rule: each window's first
 // tap, then any tap `v > best`. The values repeat and include -0.0, +0.0 and NaN, so the order of
 // the taps shows in the bits. The last plane ends the buffer exactly (no read past it). Planes 5
-// and 12 rows high: 3 x 3 stride 2 (and 2 x 2) carry one row's maxima from output row to row.
+// and 12 rows high: 3 x 3 stride 2 (and 2 x 2) carry one row's maxima from output row to row,
+// AVX-512 four vectors of outputs at a time (widths 161 and 225: 80 and 112 outputs, a group of
+// four and one of one or three), or of four planes where a row is one vector (7 planes: a group
+// of four, then of two, as the last plane's plain loads would pass the buffer's end).
 TEST(NnPoolTest, WideRowsMatchTheScalarRuleBitForBit) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float values[] = {-0.0f, 0.0f, 1.5f, -2.0f, nan, 1.5f, 0.0f, -0.0f, 3.25f, -7.0f, 2.0f};
-  for (int64_t width : {7, 8, 9, 16, 17, 31, 40, 113}) {
+  for (int64_t width : {7, 8, 9, 16, 17, 31, 40, 113, 161, 225}) {
     for (int64_t stride : {1, 2}) {
       for (int64_t k : {2, 3, 5}) {
         for (int64_t pad : {0, 1}) {
           for (int64_t height : {5, 12}) {
             cpu::PoolF32Params p;
-            p.planes = 3;
+            p.planes = 7;
             p.in = {1, height, width};
             p.kernel = {1, k, k};
             p.stride = {1, stride, stride};
