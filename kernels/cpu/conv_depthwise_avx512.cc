@@ -166,6 +166,45 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
   }
 }
 
+/// The row pitch of a plane split into its even and odd columns (SplitColumns).
+inline int64_t SplitPitch(const ConvF32Params& p) { return (p.in[2] + 1) / 2; }
+
+/// Most floats of a split plane (SplitColumns' buffer, on the stack): a 64 x 64 plane.
+constexpr int64_t kMaxSplitFloats = 4096;
+
+/// Whether DepthwisePlaneNarrow takes the plane (square 5 x 5 and 7 x 7 kernels of stride 1 or 2
+/// along both axes, undilated, rows of at most two segments of 16 outputs).
+bool NarrowPlane(const ConvF32Params& p) {
+  return p.dilation[1] == 1 && p.stride[1] <= 2 && p.stride[2] == p.stride[1] &&
+         p.kernel[2] == p.kernel[1] && (p.kernel[1] == 5 || p.kernel[1] == 7) && p.out[2] <= 32;
+}
+
+/// Whether a plane is split into its even and odd columns (DepthwisePlaneSplit) before its taps
+/// are read: DepthwisePlaneNarrow's stride-2 planes that fit the stack buffer.
+bool SplitsColumns(const ConvF32Params& p) {
+  return NarrowPlane(p) && p.stride[2] == 2 && 2 * SplitPitch(p) * p.in[1] <= kMaxSplitFloats;
+}
+
+/// The plane xp as its even columns (rows of SplitPitch floats), then its odd ones: a stride-2
+/// tap then reads 16 consecutive floats of one half instead of the even lanes of 32.
+QCC_AVX512 void SplitColumns(const ConvF32Params& p, const float* xp, float* split) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int64_t w = p.in[2], pitch = SplitPitch(p), half = pitch * p.in[1];
+  for (int64_t iy = 0; iy < p.in[1]; ++iy) {
+    const float* row = xp + iy * w;
+    float* e = split + iy * pitch;
+    float* o = split + half + iy * pitch;
+    for (int64_t c = 0; c < pitch; c += 16) {
+      const __m512 a = _mm512_maskz_loadu_ps(LaneMask(0, w - 2 * c), row + 2 * c);
+      const __m512 b = _mm512_maskz_loadu_ps(LaneMask(0, w - 2 * c - 16), row + 2 * c + 16);
+      const __mmask16 m = LaneMask(0, pitch - c);
+      _mm512_mask_storeu_ps(e + c, m, _mm512_permutex2var_ps(a, even, b));
+      _mm512_mask_storeu_ps(o + c, m, _mm512_permutex2var_ps(a, odd, b));
+    }
+  }
+}
+
 /// DepthwisePlaneRows for stride 1 and square KH x KH kernels on maps of at most NS (1 or 2)
 /// segments of 16 outputs per row, with eight register accumulators: NS segments x 8 / NS output
 /// rows. DepthwisePlaneRows keeps four (one segment, four rows), and each output's taps are one
@@ -173,31 +212,41 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
 /// keep two FMA pipes busy: a 5 x 5 kernel on 14- and 28-wide maps 0.089 -> 0.078 and 0.110 ->
 /// 0.100 ms (efficientnet-lite0's), a 7 x 7 one 0.096 -> 0.065 and 0.171 -> 0.128 ms. The weights
 /// are broadcast from memory at each use (25 in registers leave too few for eight accumulators).
-/// The same taps in the same order as DepthwisePlaneRows: the same bits.
-template <int KH, int NS>
+/// The same taps in the same order as DepthwisePlaneRows: the same bits. S: the stride, 1 or 2
+/// along both axes (stride 2: each tap's 16 inputs the even lanes of two loads); with stride 2
+/// the four chains of DepthwisePlaneRows were as short of FMAs per load, and reading each tap as
+/// one load from the plane split by columns (DepthwisePlaneSplit) takes its permutes out:
+/// efficientnet-lite0's 5 x 5 stride-2 layer on a 56 x 56 map, alone, 0.125 -> 0.116 ms
+/// (narrow) -> 0.108 ms (split); in the model 0.131 -> 0.121 ms.
+template <int KH, int NS, int S = 1, bool kSplit = false>
 QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneNarrow(const ConvF32Params& p,
                                                               const SegmentTap* seg_taps,
                                                               const float* xp, const float* wm,
                                                               float bias, float* yp) {
-  constexpr int R = 8 / NS;            // output rows per group
-  constexpr int kSpan = (R - 1) + KH;  // input rows they read
+  constexpr int R = 8 / NS;                // output rows per group
+  constexpr int kSpan = (R - 1) * S + KH;  // input rows they read
   const bool activate = !p.activation.is_identity();
   const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
   const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
-  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
-  const int64_t ahead = std::max<int64_t>(1, 2048 / (R * w_in * 4));
+  const int64_t ow = p.out[2], oh = p.out[1];
+  // kSplit: xp is the plane's even columns and then its odd ones (SplitColumns), rows of
+  // SplitPitch floats, and every tap is one plain masked load of 16 of them.
+  const int64_t w_in = kSplit ? SplitPitch(p) : p.in[2];
+  const int64_t ahead = std::max<int64_t>(1, 2048 / (R * S * w_in * 4));
   __mmask16 store[NS];
   for (int s = 0; s < NS; ++s) store[s] = LaneMask(0, ow - 16 * s);
   for (int64_t oy = 0; oy < oh; oy += R) {
     const float* rows[kSpan];  // null where outside x
     for (int j = 0; j < kSpan; ++j) {
-      const int64_t iy = oy - p.pad[1] + j;
+      const int64_t iy = oy * S - p.pad[1] + j;
       rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
     }
     // The input rows a group reads first, `ahead` groups on, and its output rows for writing
     // (as DepthwisePlaneRows).
-    const int64_t next_row = oy - p.pad[1] + kSpan + (ahead - 1) * R;
-    for (int64_t j = 0; j < R; ++j) PrefetchLines(xp, (next_row + j) * w_in, w_in);
+    const int64_t next_row = oy * S - p.pad[1] + kSpan + (ahead - 1) * R * S;
+    if (!kSplit) {
+      for (int64_t j = 0; j < R * S; ++j) PrefetchLines(xp, (next_row + j) * w_in, w_in);
+    }
     for (int r = 0; r < R; ++r) PrefetchLines<1>(yp, (oy + ahead * R + r) * ow, ow);
     __m512 acc[NS][R];
 #pragma GCC unroll 8
@@ -210,10 +259,12 @@ QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneNarrow(const ConvF32Param
 #pragma GCC unroll 8
       for (int kx = 0; kx < KH; ++kx) {
         __m512 v[NS];
-        for (int s = 0; s < NS; ++s) v[s] = LoadSegment(true, seg_taps[s * KH + kx], rows[j]);
+        for (int s = 0; s < NS; ++s) {
+          v[s] = LoadSegment(S == 1 || kSplit, seg_taps[s * KH + kx], rows[j]);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const int ky = j - r;
+          const int ky = j - r * S;
           if (ky >= 0 && ky < KH) {
             const __m512 wv = _mm512_set1_ps(wm[ky * KH + kx]);
             for (int s = 0; s < NS; ++s) acc[s][r] = _mm512_fmadd_ps(wv, v[s], acc[s][r]);
@@ -232,6 +283,17 @@ QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneNarrow(const ConvF32Param
   }
 }
 
+/// DepthwisePlaneNarrow for stride 2 on the plane split into its even and odd columns
+/// (SplitColumns; seg_taps from SplitSegmentTaps): the same taps in the same order, the same
+/// bits.
+template <int KH, int NS>
+QCC_AVX512 void DepthwisePlaneSplit(const ConvF32Params& p, const SegmentTap* seg_taps,
+                                    const float* xp, const float* wm, float bias, float* yp) {
+  alignas(64) float split[kMaxSplitFloats];
+  SplitColumns(p, xp, split);
+  DepthwisePlaneNarrow<KH, NS, 2, true>(p, seg_taps, split, wm, bias, yp);
+}
+
 using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
                                   const float*, float, float*);
 
@@ -240,21 +302,30 @@ DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
   if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
   const bool s1 = p.stride[1] == 1;
   const bool square = p.kernel[2] == p.kernel[1];
-  // Maps of one or two segments per row on stride 1, kernels of 5 x 5 and 7 x 7: eight
-  // accumulators (DepthwisePlaneNarrow). 3 x 3 kernels keep DepthwisePlaneRows: their chains of 9
-  // are short, and the weights it keeps in registers won (28-wide map: 0.052 against 0.056 ms).
-  const bool narrow = square && s1 && p.stride[2] == 1 && p.out[2] <= 32;
+  // Maps of one or two segments per row on stride 1 or 2, kernels of 5 x 5 and 7 x 7: eight
+  // accumulators (DepthwisePlaneNarrow; stride 2 on the plane split by columns where it fits,
+  // DepthwisePlaneSplit). 3 x 3 kernels keep DepthwisePlaneRows: their chains of 9 are short, and
+  // the weights it keeps in registers won (28-wide map: 0.052 against 0.056 ms).
+  const bool narrow = NarrowPlane(p);
   const bool one = p.out[2] <= 16;
   switch (p.kernel[1]) {
     case 3:
       if (square) return s1 ? DepthwisePlaneRows<3, 1, 3> : DepthwisePlaneRows<3, 2, 3>;
       return s1 ? DepthwisePlaneRows<3, 1, 0> : DepthwisePlaneRows<3, 2, 0>;
     case 5:
-      if (narrow) return one ? DepthwisePlaneNarrow<5, 1> : DepthwisePlaneNarrow<5, 2>;
+      if (narrow && s1) return one ? DepthwisePlaneNarrow<5, 1> : DepthwisePlaneNarrow<5, 2>;
+      if (narrow && SplitsColumns(p)) {
+        return one ? DepthwisePlaneSplit<5, 1> : DepthwisePlaneSplit<5, 2>;
+      }
+      if (narrow) return one ? DepthwisePlaneNarrow<5, 1, 2> : DepthwisePlaneNarrow<5, 2, 2>;
       if (square) return s1 ? DepthwisePlaneRows<5, 1, 5> : DepthwisePlaneRows<5, 2, 5>;
       return s1 ? DepthwisePlaneRows<5, 1, 0> : DepthwisePlaneRows<5, 2, 0>;
     case 7:
-      if (narrow) return one ? DepthwisePlaneNarrow<7, 1> : DepthwisePlaneNarrow<7, 2>;
+      if (narrow && s1) return one ? DepthwisePlaneNarrow<7, 1> : DepthwisePlaneNarrow<7, 2>;
+      if (narrow && SplitsColumns(p)) {
+        return one ? DepthwisePlaneSplit<7, 1> : DepthwisePlaneSplit<7, 2>;
+      }
+      if (narrow) return one ? DepthwisePlaneNarrow<7, 1, 2> : DepthwisePlaneNarrow<7, 2, 2>;
       if (square) return s1 ? DepthwisePlaneRows<7, 1, 7> : DepthwisePlaneRows<7, 2, 7>;
       return s1 ? DepthwisePlaneRows<7, 1, 0> : DepthwisePlaneRows<7, 2, 0>;
     default:
@@ -469,6 +540,22 @@ void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float*
     return;
   }
   const DepthwisePlaneFn plane_fn = PickDepthwisePlane(p);
+  if (SplitsColumns(p)) {
+    // Taps into the split plane: input column ix = 2 ox - pad + kx is in the half of its parity
+    // (the same for every lane of a tap) at column ix / 2.
+    const int64_t pitch = SplitPitch(p), half = pitch * p.in[1];
+    st = seg_taps;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
+      for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++st) {
+        const int64_t ix0 = ox0 * 2 - p.pad[2] + kx, parity = ix0 & 1;
+        const int64_t c0 = (ix0 - parity) / 2;
+        const int64_t count = parity == 0 ? pitch : w_in / 2;  // floats of that half's rows
+        st->base = parity * half + c0;
+        st->m0 = LaneMask(-c0, count - c0);
+        st->m1 = 0;
+      }
+    }
+  }
   NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
                 [&](int64_t begin, int64_t end) {
                   for (int64_t plane = begin; plane < end; ++plane) {
