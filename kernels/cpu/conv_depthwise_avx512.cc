@@ -470,6 +470,14 @@ QCC_AVX512 void DepthwiseBlockedPieces(const ConvF32Params& p, const float* x, c
   std::fill(xb, xb + ph * pw * 16, 0.0f);
   for (int64_t u = begin; u < end; ++u) {
     const int64_t n = u / blocks, c0 = u % blocks * 16, nc = std::min<int64_t>(16, c_all - c0);
+    // The next block's planes and weights (consecutive in x and w): in a model they come from
+    // L3, and this block's work hides their latency.
+    if (u + 1 < end) {
+      const int64_t n1 = (u + 1) / blocks, c1 = (u + 1) % blocks * 16;
+      const int64_t nc1 = std::min<int64_t>(16, c_all - c1);
+      PrefetchLines(x, (n1 * c_all + c1) * in_sp, nc1 * in_sp);
+      PrefetchLines(w, c1 * kvol, nc1 * kvol);
+    }
     RowsToLanes(x + (n * c_all + c0) * in_sp, in_sp, nc, in_sp, xb, [&](int64_t k) {
       const int64_t iy = k / iw + p.pad[1], ix = k % iw + p.pad[2];
       return iy < ph && ix < pw ? iy * pw + ix : kBlockedMaxPadded;
