@@ -16,6 +16,15 @@ inline void PrefetchAt(const T* base, int64_t offset) {
                      kWrite, 3);
 }
 
+/// Prefetches into L2 (not L1) the line holding element `offset` of `base`: data for the next
+/// piece of work, which would crowd this piece's out of L1.
+template <typename T>
+inline void PrefetchToL2At(const T* base, int64_t offset) {
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base) +
+                                                   offset * static_cast<int64_t>(sizeof(T))),
+                     0, 2);
+}
+
 /// PrefetchAt for every 64-byte line of elements [offset, offset + n) of `base`.
 template <int kWrite = 0, typename T>
 inline void PrefetchLines(const T* base, int64_t offset, int64_t n) {
