@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_avx512_internal.h"
@@ -37,7 +38,9 @@ constexpr int64_t kMr = 8;       // output channels per tile
 constexpr int64_t kNr = 32;      // output positions per tile (two zmm) ...
 constexpr int64_t kNrWide = 48;  // ... or three (WideTiles)
 constexpr int64_t kMaxImplicitTaps = 64;
-constexpr int kTp = 12;  // most positions of a transposed tile
+constexpr int kTp = 12;                     // most positions of a transposed tile
+constexpr int64_t kMaxStridedChannels = 4;  // most input channels per group of TileStrided
+constexpr int64_t kStridedSplitFloats = int64_t{1} << 14;  // a band's split input (64 KiB)
 // im2col buffer per thread: a quarter of a 2 MiB L2, so it stays cached for the GEMM.
 constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
 // Floats of b a band of columns spans across the blocks of weights (64 KiB).
@@ -58,7 +61,8 @@ struct Geometry {
   // bands can end on whole tiles.
   int64_t rows, row_len, band_rows, bands;
   int64_t nr;  // positions per tile: kNr or kNrWide
-  bool pointwise, implicit;
+  // implicit: stride 1, read from x; strided: stride 2 along x, read from x (TileStrided).
+  bool pointwise, implicit, strided;
   int64_t units(int64_t batch, int64_t groups) const { return batch * groups * bands * m_chunks; }
 };
 
@@ -80,6 +84,28 @@ bool WideTiles(const ConvF32Params& p) {
   return n >= 256 && lanes48 * 100 <= lanes32 * 103;
 }
 
+/// Whether a convolution runs strided tiles (TileStrided) rather than im2col bands: 2-D, stride
+/// 2 along x, few input channels per group (the first layer, on an image), and an output that
+/// stays in cache. Squeezenet's conv1 alone 0.28 -> 0.234 ms, in the model 0.29 -> 0.25 ms;
+/// efficientnet-lite0's 0.18 -> 0.145 ms. Its tiles write the output a row at a time across the
+/// planes; at batch 32 (51 MB of output, to memory) the im2col bands' longer runs per plane won
+/// (efficientnet-lite0's stem 10.2 against 11.0 ms).
+bool UseStrided(const ConvF32Params& p) {
+  constexpr int64_t kMaxOutputFloats = int64_t{1} << 22;  // 16 MiB
+  return p.in[0] == 1 && p.out[0] == 1 && p.kernel[0] == 1 && p.stride[2] == 2 &&
+         p.dilation[2] == 1 && p.kernel_size() <= kMaxImplicitTaps &&
+         p.in_channels / p.groups <= kMaxStridedChannels &&
+         p.batch * p.out_channels * p.out_size() <= kMaxOutputFloats;
+}
+
+Geometry GeometryOf(const ConvF32Params& p);
+
+/// Floats of a thread's split input for the strided path: a band's rows, every channel of a group.
+int64_t StridedSplitFloats(const ConvF32Params& p, const Geometry& g) {
+  const int64_t rows = (g.band_rows - 1) * p.stride[1] + (p.kernel[1] - 1) * p.dilation[1] + 1;
+  return g.cg * 2 * ((p.in[2] + 1) / 2) * std::min(rows, p.in[1]);
+}
+
 Geometry GeometryOf(const ConvF32Params& p) {
   Geometry g;
   g.cg = p.in_channels / p.groups;
@@ -93,6 +119,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
   const bool same_size = p.in[0] == p.out[0] && p.in[1] == p.out[1] && p.in[2] == p.out[2];
   g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
                (p.out[2] % 16 == 0 || same_size) && g.kvol <= kMaxImplicitTaps;
+  g.strided = !g.pointwise && !g.implicit && UseStrided(p);
   g.row_len = g.pointwise ? 1 : p.out[2];
   g.nr = WideTiles(p) ? kNrWide : kNr;
   g.rows =
@@ -102,8 +129,16 @@ Geometry GeometryOf(const ConvF32Params& p) {
   const int64_t images = std::max<int64_t>(1, p.batch * p.groups);
   g.m_chunks = 1;
   if (!g.pointwise && !g.implicit) {
+    // im2col: a band's columns in a quarter of L2; strided: a band's split input in about 64 KiB,
+    // in L1 and L2 while its rows are read (the whole image's split, 600 KiB for a 224 x 224
+    // input, went out of cache under the output's stores: 0.32 -> 0.45 ms in squeezenet).
     g.band_rows =
-        std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * p.out[2]), 1, g.rows);
+        g.strided
+            ? std::clamp<int64_t>(
+                  kStridedSplitFloats / std::max<int64_t>(1, g.cg * (p.in[2] + 1) * p.stride[1]), 1,
+                  g.rows)
+            : std::clamp<int64_t>(kColFloatsPerThread / std::max<int64_t>(1, g.k * p.out[2]), 1,
+                                  g.rows);
     // Bands are also the pieces the threads share (each im2cols its own): at least two each.
     const int64_t want = (2 * threads + images - 1) / images;
     if (threads > 1 && (g.rows + g.band_rows - 1) / g.band_rows < want) {
@@ -160,7 +195,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
   {                                                         \
     const __m512 ar = _mm512_set1_ps(ap[r]);                \
     c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);             \
-    c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);             \
+    if (NV > 1) c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1); \
     if (NV > 2) c##r##2 = _mm512_fmadd_ps(ar, b2, c##r##2); \
   }
 #define QCC_FMA_ALL \
@@ -168,14 +203,16 @@ Geometry GeometryOf(const ConvF32Params& p) {
 #define QCC_ACT(r)                                          \
   if (r < MR) {                                             \
     c##r##0 = Activate(c##r##0, lo, hi, slope);             \
-    c##r##1 = Activate(c##r##1, lo, hi, slope);             \
+    if (NV > 1) c##r##1 = Activate(c##r##1, lo, hi, slope); \
     if (NV > 2) c##r##2 = Activate(c##r##2, lo, hi, slope); \
   }
 // Adds the residual (rc: at the tile's place in the residual, null: none) to the block.
 #define QCC_RES(r)                                                                    \
   if (r < MR) {                                                                       \
     c##r##0 = _mm512_add_ps(c##r##0, _mm512_maskz_loadu_ps(m0, rc + r * ldc));        \
-    c##r##1 = _mm512_add_ps(c##r##1, _mm512_maskz_loadu_ps(m1, rc + r * ldc + 16));   \
+    if (NV > 1) {                                                                     \
+      c##r##1 = _mm512_add_ps(c##r##1, _mm512_maskz_loadu_ps(m1, rc + r * ldc + 16)); \
+    }                                                                                 \
     if (NV > 2) {                                                                     \
       c##r##2 = _mm512_add_ps(c##r##2, _mm512_maskz_loadu_ps(m2, rc + r * ldc + 32)); \
     }                                                                                 \
@@ -194,7 +231,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
 #define QCC_STORE(r)                                                  \
   if (r < MR) {                                                       \
     _mm512_mask_storeu_ps(c + r * ldc, m0, c##r##0);                  \
-    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c##r##1);             \
+    if (NV > 1) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c##r##1); \
     if (NV > 2) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, c##r##2); \
   }
 #define QCC_STORE_ALL \
@@ -241,6 +278,11 @@ struct TapLoad {
 /// channel ci is the masked load at x + ci * in_sp + taps[t].off[h]. Channel-major, so the few
 /// input lines of one channel are reused by all its taps while in L1 (tap-major order strides
 /// over channel planes, which alias to the same L1 sets when a plane is a multiple of 4 KiB).
+/// The strided path (stride 2 along x) runs it on its input split by columns (SplitColumnsOf),
+/// where a tap's inputs for the 16NV outputs of a row are 16NV consecutive floats of one half:
+/// instead of an im2col band written and read back 8 output channels at a time (the first layer
+/// of an ImageNet CNN, on 3 channels, spent a fifth of its time on that, more in a model, where
+/// x is not in cache).
 template <int MR, int NV>
 QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
                              const TapLoad* taps, const float* ap, const float* bias,
@@ -457,19 +499,133 @@ bool UseTransposed(const ConvF32Params& p) {
 
 using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*, const float*,
                         const ActivationF32*, float*, int64_t, ColumnMasks);
+// A row of a dispatch table: tile template T for 1..8 rows of NV vectors (index 0: none).
+#define QCC_TILES_BY_ROWS(T, NV) \
+  { nullptr, T<1, NV>, T<2, NV>, T<3, NV>, T<4, NV>, T<5, NV>, T<6, NV>, T<7, NV>, T<8, NV> }
 // [wide][rows]: tiles of kNr (wide 0) or kNrWide positions.
-constexpr TileFn kTiles[2][kMr + 1] = {{nullptr, Tile<1, 2>, Tile<2, 2>, Tile<3, 2>, Tile<4, 2>,
-                                        Tile<5, 2>, Tile<6, 2>, Tile<7, 2>, Tile<8, 2>},
-                                       {nullptr, Tile<1, 3>, Tile<2, 3>, Tile<3, 3>, Tile<4, 3>,
-                                        Tile<5, 3>, Tile<6, 3>, Tile<7, 3>, Tile<8, 3>}};
+constexpr TileFn kTiles[2][kMr + 1] = {QCC_TILES_BY_ROWS(Tile, 2), QCC_TILES_BY_ROWS(Tile, 3)};
 using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const TapLoad*,
                                 const float*, const float*, const float*, const ActivationF32*,
                                 float*, int64_t, ColumnMasks);
-constexpr ImplicitTileFn kImplicitTiles[2][kMr + 1] = {
-    {nullptr, TileImplicit<1, 2>, TileImplicit<2, 2>, TileImplicit<3, 2>, TileImplicit<4, 2>,
-     TileImplicit<5, 2>, TileImplicit<6, 2>, TileImplicit<7, 2>, TileImplicit<8, 2>},
-    {nullptr, TileImplicit<1, 3>, TileImplicit<2, 3>, TileImplicit<3, 3>, TileImplicit<4, 3>,
-     TileImplicit<5, 3>, TileImplicit<6, 3>, TileImplicit<7, 3>, TileImplicit<8, 3>}};
+constexpr ImplicitTileFn kImplicitTiles[2][kMr + 1] = {QCC_TILES_BY_ROWS(TileImplicit, 2),
+                                                       QCC_TILES_BY_ROWS(TileImplicit, 3)};
+
+// [vectors - 1][rows]: the strided path's tiles of one to three vectors.
+constexpr ImplicitTileFn kStridedTiles[3][kMr + 1] = {QCC_TILES_BY_ROWS(TileImplicit, 1),
+                                                      QCC_TILES_BY_ROWS(TileImplicit, 2),
+                                                      QCC_TILES_BY_ROWS(TileImplicit, 3)};
+#undef QCC_TILES_BY_ROWS
+
+/// The strided tiles of an output row: its vectors of 16 outputs split as evenly as they go into
+/// tiles of at most 3 (a row of 111 as 48 + 32 + 32 outputs, not 48 + 48 + 16, whose tile of one
+/// vector ran its 8 chains of FMAs at a fraction of the rate); tile t's first vector.
+std::vector<int64_t> StridedTileStarts(int64_t out_w) {
+  const int64_t vectors = (out_w + 15) / 16, tiles = (vectors + 2) / 3;
+  std::vector<int64_t> starts(tiles + 1, 0);
+  for (int64_t t = 0; t < tiles; ++t)
+    starts[t + 1] = starts[t] + vectors / tiles + (t < vectors % tiles);
+  return starts;
+}
+
+/// The rows and columns of a band's input split by columns (SplitColumnsOf): rows of `pitch`
+/// floats, `rows` of them per half (even columns, then odd), from input row `first`.
+struct SplitBand {
+  int64_t first, rows, pitch;
+  int64_t half() const { return rows * pitch; }
+  int64_t channel() const { return 2 * rows * pitch; }
+};
+
+SplitBand SplitBandOf(const ConvF32Params& p, int64_t r0, int64_t r1) {
+  SplitBand b;
+  b.pitch = (p.in[2] + 1) / 2;
+  const int64_t lo = r0 * p.stride[1] - p.pad[1];
+  const int64_t hi = (r1 - 1) * p.stride[1] - p.pad[1] + (p.kernel[1] - 1) * p.dilation[1] + 1;
+  b.first = std::clamp<int64_t>(lo, 0, p.in[1]);
+  b.rows = std::max<int64_t>(0, std::clamp<int64_t>(hi, 0, p.in[1]) - b.first);
+  return b;
+}
+
+/// Channels [0, cg) of x's rows [b.first, b.first + b.rows), each split into its even columns
+/// then its odd ones (b's layout).
+QCC_AVX512 void SplitColumnsOf(const ConvF32Params& p, int64_t cg, const float* x,
+                               const SplitBand& b, float* split) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int64_t w = p.in[2];
+  for (int64_t ci = 0; ci < cg; ++ci) {
+    for (int64_t r = 0; r < b.rows; ++r) {
+      const float* row = x + ci * p.in_size() + (b.first + r) * w;
+      // The same row of the next band, which a band's work hides: x is often a model's input,
+      // not in cache, and a band's few rows per channel are too short a run for the hardware's
+      // prefetch.
+      PrefetchLines(row, b.rows * w, w);
+      float* e = split + ci * b.channel() + r * b.pitch;
+      float* o = e + b.half();
+      for (int64_t c = 0; c < b.pitch; c += 16) {
+        const __m512 lo = _mm512_maskz_loadu_ps(LowBits16(w - 2 * c), row + 2 * c);
+        const __m512 hi = _mm512_maskz_loadu_ps(LowBits16(w - 2 * c - 16), row + 2 * c + 16);
+        const __mmask16 m = LowBits16(b.pitch - c);
+        _mm512_mask_storeu_ps(e + c, m, _mm512_permutex2var_ps(lo, even, hi));
+        _mm512_mask_storeu_ps(o + c, m, _mm512_permutex2var_ps(lo, odd, hi));
+      }
+    }
+  }
+}
+
+/// Per strided tile of an output row (StridedTileStarts) and kernel column kx: the half of the
+/// split input its tap reads (the parity of its input columns), the column there of lane 0, the
+/// lanes of each vector inside x and the row, and whether any is.
+struct StridedColumn {
+  int64_t parity, col;
+  __mmask16 mask[3];
+  bool any;
+};
+
+std::vector<StridedColumn> StridedColumns(const ConvF32Params& p,
+                                          const std::vector<int64_t>& starts) {
+  const int64_t in_w = p.in[2], out_w = p.out[2], kw = p.kernel[2];
+  const int64_t tiles = static_cast<int64_t>(starts.size()) - 1;
+  std::vector<StridedColumn> cols(tiles * kw);
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    const int64_t ox0 = starts[tile] * 16, nv = starts[tile + 1] - starts[tile];
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      StridedColumn& c = cols[tile * kw + kx];
+      const int64_t ix0 = ox0 * 2 - p.pad[2] + kx;  // lane l reads column ix0 + 2 l
+      c.parity = ix0 & 1;
+      c.col = (ix0 - c.parity) / 2;  // lane l: column c.col + l of that half
+      c.any = false;
+      for (int64_t v = 0; v < 3; ++v) {
+        uint32_t bits = 0;
+        for (int64_t l = 0; l < 16 && v < nv; ++l) {
+          const int64_t ix = ix0 + 2 * (16 * v + l), ox = ox0 + 16 * v + l;
+          if (ix >= 0 && ix < in_w && ox < out_w) bits |= 1u << l;
+        }
+        c.mask[v] = static_cast<__mmask16>(bits);
+        c.any = c.any || bits != 0;
+      }
+    }
+  }
+  return cols;
+}
+
+/// The taps of output row oy's strided tile whose columns are `cols` (kernel width of them), into
+/// band b's split input.
+void StridedTaps(const ConvF32Params& p, int64_t oy, const StridedColumn* cols, const SplitBand& b,
+                 TapLoad* taps) {
+  const int64_t kw = p.kernel[2];
+  for (int64_t ky = 0, t = 0; ky < p.kernel[1]; ++ky) {
+    const int64_t iy = oy * p.stride[1] - p.pad[1] + ky * p.dilation[1];
+    const bool inside = iy >= 0 && iy < p.in[1];
+    for (int64_t kx = 0; kx < kw; ++kx, ++t) {
+      const StridedColumn& c = cols[kx];
+      const int64_t off = c.parity * b.half() + (iy - b.first) * b.pitch + c.col;
+      for (int v = 0; v < 3; ++v) {
+        taps[t].off[v] = inside && c.any ? off + 16 * v : 0;
+        taps[t].mask[v] = inside ? c.mask[v] : 0;
+      }
+    }
+  }
+}
 
 /// Store masks of the tile starting at column j of `cols`.
 ColumnMasks MasksAt(int64_t j, int64_t cols) {
@@ -615,7 +771,9 @@ void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
 int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p) {
   if (UseTransposed(p)) return 0;
   const Geometry g = GeometryOf(p);
-  const int64_t col = g.pointwise || g.implicit ? 0 : g.k * OddLineStride(g.band_rows * p.out[2]);
+  const int64_t col = g.pointwise || g.implicit ? 0
+                      : g.strided               ? StridedSplitFloats(p, g)
+                                                : g.k * OddLineStride(g.band_rows * p.out[2]);
   return std::max(1, p.num_threads) * col;
 }
 
@@ -641,8 +799,13 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
   if (p.batch == 0 || out_sp == 0 || p.out_channels == 0) return;
   float* col_base = columns;
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
-  const int64_t col_floats = g.k * OddLineStride(g.band_rows * ow);
+  const int64_t col_floats =
+      g.strided ? StridedSplitFloats(p, g) : g.k * OddLineStride(g.band_rows * ow);
   const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;
+  const std::vector<int64_t> strided_starts =
+      g.strided ? StridedTileStarts(ow) : std::vector<int64_t>();
+  const std::vector<StridedColumn> strided_cols =
+      g.strided ? StridedColumns(p, strided_starts) : std::vector<StridedColumn>();
   NnParallelFor(
       p.num_threads, g.units(p.batch, p.groups), cost, [&](int64_t begin, int64_t end, int thread) {
         // Only the im2col path has bands (pointwise and implicit convolutions read x in place,
@@ -666,7 +829,7 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
           const float* bg = bias != nullptr ? bias + grp * g.mg : nullptr;
           const float* b = xg + r0 * ow;
           int64_t ldb = in_sp;
-          if (!g.pointwise && !g.implicit) {
+          if (!g.pointwise && !g.implicit && !g.strided) {
             ldb = OddLineStride(cols);
             internal::Im2colRowsF32(p, g.cg, xg, r0, r1, col, ldb, 0, 1);
             b = col;
@@ -686,7 +849,30 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
                                  masks);
             }
           };
-          if (!g.implicit && (mb1 - mb0) * kMr > cols) {
+          if (g.strided) {
+            const SplitBand band = SplitBandOf(p, r0, r1);
+            SplitColumnsOf(p, g.cg, xg, band, col);
+            // Row by row, each tile of 16 to 48 outputs of a row in L1 across the blocks of
+            // weights.
+            for (int64_t oy = r0; oy < r1; ++oy) {
+              for (int64_t ct = 0; ct + 1 < static_cast<int64_t>(strided_starts.size()); ++ct) {
+                const int64_t ox0 = strided_starts[ct] * 16;
+                const int64_t nv = strided_starts[ct + 1] - strided_starts[ct];
+                StridedTaps(p, oy, strided_cols.data() + ct * p.kernel[2], band, taps);
+                const int64_t j = (oy - r0) * ow + ox0;
+                const ColumnMasks masks{
+                    {LowBits16(ow - ox0), LowBits16(ow - ox0 - 16), LowBits16(ow - ox0 - 32)}};
+                for (int64_t mb = mb0; mb < mb1; ++mb) {
+                  const int64_t rows = std::min(kMr, g.mg - mb * kMr);
+                  kStridedTiles[nv - 1][rows](g.kvol, g.cg, band.channel(), col, taps,
+                                              ag + mb * g.k * kMr,
+                                              bg != nullptr ? bg + mb * kMr : nullptr,
+                                              rg != nullptr ? rg + mb * kMr * out_sp + j : nullptr,
+                                              act, yg + mb * kMr * out_sp + j, out_sp, masks);
+                }
+              }
+            }
+          } else if (!g.implicit && (mb1 - mb0) * kMr > cols) {
             // More weights than columns (the late layers): each block of weights is read once
             // and stays in L1 across the columns, which stay in L2.
             for (int64_t mb = mb0; mb < mb1; ++mb) {

@@ -258,6 +258,33 @@ inline const std::vector<ConvCase>& Cases() {
        {3, 5, 0, 2}},
       {"stride_1x2_rows_in_pads", 1, 4, 6, 1, {3, 37}, {5, 3}, {1, 2}, {}, {3, 1, 3, 0}},
       {"stride2_rows_past_chunk_table", 1, 2, 3, 1, {3, 601}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      // Stride 2 along x on at most 4 channels per group reads the input split by columns
+      // (AVX-512 TileStrided; so do the three cases above on 2 to 4 channels): bands of a tall
+      // map at batch 2 with a last block of 2 channels and rows of 65 outputs (tiles of 3 and 2
+      // vectors); two groups with dilated rows and pads. The same rows on 5 channels stay on the
+      // stride-2 im2col.
+      {"stride2_split_bands", 2, 3, 10, 1, {60, 130}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"stride2_split_groups_dilated_rows",
+       1,
+       6,
+       4,
+       2,
+       {20, 33},
+       {3, 3},
+       {2, 2},
+       {2, 1},
+       {2, 1, 2, 1}},
+      {"stride2_wide_rows_im2col", 1, 5, 8, 1, {9, 75}, {3, 3}, {2, 2}, {}, {0, 1, 0, 1}},
+      {"stride2_rows_past_chunk_table_im2col",
+       1,
+       5,
+       3,
+       1,
+       {3, 601},
+       {3, 3},
+       {2, 2},
+       {},
+       {1, 1, 1, 1}},
       // An im2col path on a map of two tiles (8 x 8, resnet20's stride-2 layer): on several
       // threads its bands stay a tile wide and the pieces split the output channels (at 3
       // threads 2 bands x 2 chunks of 4 blocks).
