@@ -49,9 +49,13 @@ constexpr int64_t kColBandFloats = int64_t{1} << 14;
 using internal::Activate;
 using internal::OddLineStride;
 
-/// The lanes of a tile's vectors of positions that are inside y.
+/// The lanes of a tile's vectors of positions that are inside y: vector v's 16 bits at bit 16v.
+/// One 64-bit word, not three 16-bit masks: a tile's arguments go on the stack, and a struct
+/// stored there 16 bits at a time and read back wider stalled each call on store forwarding
+/// (squeezenet's 1 x 1 layers with 16 and 32 input channels ran 11-16% slower).
 struct ColumnMasks {
-  __mmask16 m[3];
+  uint64_t bits;
+  __mmask16 m(int v) const { return static_cast<__mmask16>(bits >> (16 * v)); }
 };
 
 struct Geometry {
@@ -67,14 +71,13 @@ struct Geometry {
 };
 
 /// Whether tiles span kNrWide positions: 8 x 48 blocks, each weight broadcast shared by three
-/// FMAs instead of two, and the block's stores and prefetches spread over more of them. Measured
-/// (one thread, each layer in its model): 5-12% faster on the im2col and pointwise layers of 784
-/// to 12544 positions (efficientnet-lite0's stem and expand/project convs at 112x112..28x28,
-/// squeezenet's conv1 and 55x55 1x1s); their empty lanes grow (a 27x27 map fills 729 of 768, not
-/// of 736), so only where those are within 3% of the narrow tiles'. The implicit-im2col tile
-/// reads a third load offset and mask per tap as well: 3-5% faster on squeezenet's 55x55 3x3
-/// (64 output channels), 3% slower on resnet20's 32x32 3x3 (16) and squeezenet's 13x13 3x3, so
-/// there only from 1024 positions and 64 output channels per group.
+/// FMAs instead of two, and the block's stores and prefetches spread over more of them. Where
+/// their empty lanes stay within 3% of the narrow tiles' (a 27x27 map fills 729 of 768, not of
+/// 736) on im2col and pointwise layers, and from 1024 positions and 64 output channels per group
+/// on implicit-im2col ones (its tile reads a third load offset and mask per tap; 3% slower on
+/// resnet20's 32x32 16-channel layers). Measured against 8 x 32 everywhere: efficientnet-lite0
+/// batch 32 at 2 threads 3% faster, batch 1 and squeezenet within 1%; per layer from -5%
+/// (squeezenet's 55x55 3x3, efficientnet-lite0's project convs) to +3% (its expand convs).
 bool WideTiles(const ConvF32Params& p) {
   const int64_t n = p.out_size();
   const bool implicit_path =
@@ -239,14 +242,14 @@ Geometry GeometryOf(const ConvF32Params& p) {
   QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
 
 /// c[r, 0:16NV) = act(bias[r] + sum_k ap[k, r] * b[k, 0:16NV) + rc[r, 0:16NV)) for r < MR,
-/// columns masked by masks.m[v] (16v..16v+15); `act` null is the identity, `rc` (the residual at
+/// columns masked by masks.m(v) (16v..16v+15); `act` null is the identity, `rc` (the residual at
 /// the tile's place, row stride ldc) null adds nothing. `ap` holds 8 packed rows per k (rows >= MR
 /// are zero padding).
 template <int MR, int NV>
 QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb, const float* bias,
                      const float* rc, const ActivationF32* act, float* c, int64_t ldc,
                      ColumnMasks masks) {
-  const __mmask16 m0 = masks.m[0], m1 = masks.m[1], m2 = masks.m[2];
+  const __mmask16 m0 = masks.m(0), m1 = masks.m(1), m2 = masks.m(2);
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
     PrefetchAt<1>(c, r * ldc + 32 * NV);
@@ -288,7 +291,7 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
                              const TapLoad* taps, const float* ap, const float* bias,
                              const float* rc, const ActivationF32* act, float* c, int64_t ldc,
                              ColumnMasks masks) {
-  const __mmask16 m0 = masks.m[0], m1 = masks.m[1], m2 = masks.m[2];
+  const __mmask16 m0 = masks.m(0), m1 = masks.m(1), m2 = masks.m(2);
   QCC_INIT_ALL
   for (int r = 0; r < MR; ++r) {
     PrefetchAt<1>(c, r * ldc + 32 * NV);
@@ -627,9 +630,9 @@ void StridedTaps(const ConvF32Params& p, int64_t oy, const StridedColumn* cols, 
   }
 }
 
-/// Store masks of the tile starting at column j of `cols`.
+/// Store masks of the tile starting at column j of `cols` (its first 48 columns at most).
 ColumnMasks MasksAt(int64_t j, int64_t cols) {
-  return ColumnMasks{{LowBits16(cols - j), LowBits16(cols - j - 16), LowBits16(cols - j - 32)}};
+  return ColumnMasks{(uint64_t{1} << std::clamp<int64_t>(cols - j, 0, 48)) - 1};
 }
 
 /// The loads of every tap for the tile whose first output (flattened over depth, height,
@@ -860,8 +863,7 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
                 const int64_t nv = strided_starts[ct + 1] - strided_starts[ct];
                 StridedTaps(p, oy, strided_cols.data() + ct * p.kernel[2], band, taps);
                 const int64_t j = (oy - r0) * ow + ox0;
-                const ColumnMasks masks{
-                    {LowBits16(ow - ox0), LowBits16(ow - ox0 - 16), LowBits16(ow - ox0 - 32)}};
+                const ColumnMasks masks = MasksAt(ox0, ow);
                 for (int64_t mb = mb0; mb < mb1; ++mb) {
                   const int64_t rows = std::min(kMr, g.mg - mb * kMr);
                   kStridedTiles[nv - 1][rows](g.kvol, g.cg, band.channel(), col, taps,
