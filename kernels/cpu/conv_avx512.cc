@@ -61,8 +61,8 @@ struct ColumnMasks {
 struct Geometry {
   int64_t cg, mg, k, kvol, m_blocks, m_chunks, m_chunk_blocks;
   // The output positions of one image as `rows` rows of `row_len`, split into `bands` bands of
-  // `band_rows` rows. A pointwise convolution's positions are one flat run (row_len 1), so its
-  // bands can end on whole tiles.
+  // `band_rows` rows. A pointwise or implicit-im2col convolution's positions are one flat run
+  // (row_len 1), so its bands can end on whole tiles.
   int64_t rows, row_len, band_rows, bands;
   int64_t nr;  // positions per tile: kNr or kNrWide
   // implicit: stride 1, read from x; strided: stride 2 along x, read from x (TileStrided).
@@ -123,10 +123,14 @@ Geometry GeometryOf(const ConvF32Params& p) {
   g.implicit = !g.pointwise && p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 &&
                (p.out[2] % 16 == 0 || same_size) && g.kvol <= kMaxImplicitTaps;
   g.strided = !g.pointwise && !g.implicit && UseStrided(p);
-  g.row_len = g.pointwise ? 1 : p.out[2];
+  // Pointwise and implicit-im2col convolutions take their positions as one flat run: bands of
+  // whole tiles (an implicit tile's vectors straddle rows only where its map allows it, and a
+  // band starting on a tile keeps them so). Split by rows, squeezenet's 55x55 3x3 layers at 2
+  // threads ran 4 bands of 770 positions, each ending in a tile of 2.
+  const bool flat = g.pointwise || g.implicit;
+  g.row_len = flat ? 1 : p.out[2];
   g.nr = WideTiles(p) ? kNrWide : kNr;
-  g.rows =
-      g.pointwise ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
+  g.rows = flat ? std::max<int64_t>(1, p.out_size()) : std::max<int64_t>(1, p.out[0] * p.out[1]);
   const int64_t threads = std::max(1, p.num_threads);
   // At least 1 and a block: an empty convolution (batch or channels 0) still gets a geometry.
   const int64_t images = std::max<int64_t>(1, p.batch * p.groups);
@@ -173,7 +177,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
     const int64_t parts = (want + g.m_chunks - 1) / g.m_chunks;
     g.band_rows = std::max<int64_t>(1, (g.rows + parts - 1) / parts);
     // A pointwise band is a whole number of tiles.
-    if (g.pointwise) g.band_rows = std::min(g.rows, (g.band_rows + g.nr - 1) / g.nr * g.nr);
+    if (flat) g.band_rows = std::min(g.rows, (g.band_rows + g.nr - 1) / g.nr * g.nr);
     if (!channels_first) {
       const int64_t bands = (g.rows + g.band_rows - 1) / g.band_rows;
       g.m_chunks = std::min(blocks, (want + bands - 1) / bands);

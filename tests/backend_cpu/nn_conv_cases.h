@@ -231,6 +231,10 @@ inline const std::vector<ConvCase>& Cases() {
       {"implicit_w32_groups_batch1", 1, 4, 6, 2, {5, 32}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"implicit_3d_w16", 1, 3, 9, 1, {3, 4, 16}, {2, 3, 3}, {}, {}, {1, 1, 1, 0, 1, 1}},
       {"implicit_1x5_channel_tail", 2, 3, 17, 1, {6, 48}, {1, 5}, {}, {}, {0, 2, 0, 2}},
+      // Rows of 32 outputs from rows of 34 inputs (no pads): its positions split among threads
+      // in bands of whole tiles, which start on a row (a vector across two rows would read the
+      // second with the first's input offset).
+      {"implicit_w32_unpadded_bands", 2, 3, 12, 1, {9, 34}, {3, 3}},
       // Implicit im2col on "same"-size convolutions of any width: tile halves that straddle
       // output rows (2-D, dilated, 3-D).
       {"implicit_same_size_odd_width", 2, 5, 9, 1, {11, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}},
