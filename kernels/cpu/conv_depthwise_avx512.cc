@@ -42,6 +42,15 @@ QCC_AVX512 inline __m512 LoadSegment(bool stride1, const SegmentTap& t, const fl
   return EvenFloats(xrow + t.base, {t.m0, t.m1});
 }
 
+/// rows[j] = input row iy0 + j of the plane xp (rows of `pitch` floats), null where outside x.
+inline void InputRows(const ConvF32Params& p, const float* xp, int64_t pitch, int64_t iy0, int n,
+                      const float** rows) {
+  for (int j = 0; j < n; ++j) {
+    const int64_t iy = iy0 + j;
+    rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * pitch : nullptr;
+  }
+}
+
 /// One depthwise plane, 2-D, stride 1 or 2 along x: each 16-wide output segment accumulates
 /// every tap in one register (x loaded masked and shifted; stride 2 keeps the even lanes of
 /// two loads), then is activated (p.activation) and stored once. Four output rows go together,
@@ -118,11 +127,8 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
     for (int t = 0; t < KH * KW; ++t) wb[t] = _mm512_set1_ps(wm[t]);
   }
   for (int64_t oy = 0; oy < oh; oy += R) {
-    const float* rows[kSpan];  // null where outside x
-    for (int j = 0; j < kSpan; ++j) {
-      const int64_t iy = oy * SY - p.pad[1] + j;
-      rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
-    }
+    const float* rows[kSpan];
+    InputRows(p, xp, w_in, oy * SY - p.pad[1], kSpan, rows);
     // Input rows a group reads first, `ahead` groups on (about 2 KiB; past the plane's last row,
     // the next plane's first rows, which follow it in x; the same for y), prefetched a segment
     // at a time.
@@ -236,11 +242,8 @@ QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneNarrow(const ConvF32Param
   __mmask16 store[NS];
   for (int s = 0; s < NS; ++s) store[s] = LaneMask(0, ow - 16 * s);
   for (int64_t oy = 0; oy < oh; oy += R) {
-    const float* rows[kSpan];  // null where outside x
-    for (int j = 0; j < kSpan; ++j) {
-      const int64_t iy = oy * S - p.pad[1] + j;
-      rows[j] = iy >= 0 && iy < p.in[1] ? xp + iy * w_in : nullptr;
-    }
+    const float* rows[kSpan];
+    InputRows(p, xp, w_in, oy * S - p.pad[1], kSpan, rows);
     // The input rows a group reads first, `ahead` groups on, and its output rows for writing
     // (as DepthwisePlaneRows).
     const int64_t next_row = oy * S - p.pad[1] + kSpan + (ahead - 1) * R * S;
