@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/cpu_features.h"
+#include "tests/backend_cpu/nn_conv_cases.h"
 #include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
@@ -35,28 +36,6 @@ const std::vector<Act>& Acts() {
       {"leaky", {-INFINITY, INFINITY, 0.1f}, [](float v) { return v < 0 ? 0.1f * v : v; }},
   };
   return *acts;
-}
-
-struct Geometry {
-  const char* name;
-  int64_t n, c, m, group;
-  std::vector<int64_t> in, kernel, stride, pad;
-};
-
-cpu::ConvF32Params ParamsOf(const Geometry& g) {
-  cpu::ConvF32Params p;
-  p.batch = g.n;
-  p.in_channels = g.c;
-  p.out_channels = g.m;
-  p.groups = g.group;
-  p.in = To3(g.in, 1);
-  p.kernel = To3(g.kernel, 1);
-  p.stride = To3(g.stride, 1);
-  p.pad = To3(g.pad, 0);
-  for (int a = 0; a < 3; ++a) {
-    p.out[a] = (p.in[a] + 2 * p.pad[a] - p.kernel[a]) / p.stride[a] + 1;
-  }
-  return p;
 }
 
 using ConvFn = void (*)(const cpu::ConvF32Params&, const float*, const float*, const float*, float*,
@@ -91,27 +70,27 @@ void DepthwiseAvx512(const cpu::ConvF32Params& p, const float* x, const float* w
 }
 
 TEST(NnFusedActivationTest, EveryConvKernelAppliesItInTheEpilogue) {
-  const std::vector<Geometry> geometries = {
-      {"pointwise", 2, 8, 12, 1, {5, 7}, {1, 1}, {1, 1}, {0, 0}},
-      {"pointwise_transposed", 2, 64, 72, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0}},
-      {"3x3_pad_per_image", 2, 3, 10, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}},
-      {"small_maps_batched", 5, 4, 6, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1}},
-      {"implicit_w16", 2, 4, 9, 1, {6, 16}, {3, 3}, {1, 1}, {1, 1}},
-      {"stride2_grouped", 1, 4, 6, 2, {9, 11}, {3, 3}, {2, 2}, {1, 1}},
-      {"large_banded", 1, 16, 8, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}},
-      {"depthwise", 2, 8, 8, 8, {10, 21}, {3, 3}, {1, 1}, {1, 1}},
-      {"depthwise_stride2", 1, 5, 5, 5, {9, 40}, {5, 5}, {2, 2}, {2, 2}},
-      {"depthwise_blocked", 1, 24, 24, 24, {7, 7}, {5, 5}, {1, 1}, {2, 2}},
+  // Strides and pads (begin and end) as nn_conv_cases.h's ConvCase takes them.
+  const std::vector<ConvCase> geometries = {
+      {"pointwise", 2, 8, 12, 1, {5, 7}, {1, 1}},
+      {"pointwise_transposed", 2, 64, 72, 1, {7, 7}, {1, 1}},
+      {"3x3_pad_per_image", 2, 3, 10, 1, {9, 9}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"small_maps_batched", 5, 4, 6, 1, {3, 3}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"implicit_w16", 2, 4, 9, 1, {6, 16}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"stride2_grouped", 1, 4, 6, 2, {9, 11}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"large_banded", 1, 16, 8, 1, {64, 64}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"depthwise", 2, 8, 8, 8, {10, 21}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"depthwise_stride2", 1, 5, 5, 5, {9, 40}, {5, 5}, {2, 2}, {}, {2, 2, 2, 2}},
+      {"depthwise_blocked", 1, 24, 24, 24, {7, 7}, {5, 5}, {}, {}, {2, 2, 2, 2}},
       // DepthwisePlaneNarrow: 5 x 5 on a 14-wide map (one segment, 8 rows a group), 7 x 7 on a
       // 26-wide one (two segments, 4 rows a group).
-      {"depthwise_5x5_narrow", 2, 6, 6, 6, {13, 14}, {5, 5}, {1, 1}, {2, 2}},
-      {"depthwise_7x7_narrow_two_segments", 1, 4, 4, 4, {11, 26}, {7, 7}, {1, 1}, {3, 3}},
+      {"depthwise_5x5_narrow", 2, 6, 6, 6, {13, 14}, {5, 5}, {}, {}, {2, 2, 2, 2}},
+      {"depthwise_7x7_narrow_two_segments", 1, 4, 4, 4, {11, 26}, {7, 7}, {}, {}, {3, 3, 3, 3}},
   };
-  for (const Geometry& geo : geometries) {
-    cpu::ConvF32Params p = ParamsOf(geo);
-    const Tensor x = RandomF32({geo.n, geo.c, geo.in[0], geo.in[1]}, 1);
-    const Tensor w = RandomF32({geo.m, geo.c / geo.group, geo.kernel[0], geo.kernel[1]}, 2);
-    const Tensor b = RandomF32({geo.m}, 3);
+  for (const ConvCase& geo : geometries) {
+    const CaseOperands o = OperandsOf(geo);
+    cpu::ConvF32Params p = o.p;
+    const Tensor &x = o.x, &w = o.w, &b = o.b;
     std::vector<std::pair<const char*, ConvFn>> kernels = {{"sgemm", cpu::ConvF32Im2col},
                                                            {"dispatch", Dispatch}};
     if (cpu::ConvF32HasAvx512()) kernels.push_back({"avx512", cpu::ConvF32Im2colAvx512});
