@@ -126,7 +126,10 @@ QCC_STATS_AVX512 void ScanBlockAvx512(const float* x, int64_t n, float* lo_out, 
 
 // ComputeBinIndices for 16 lanes at a time, leaving out the centre bin [0, w) (a ReLU output's
 // zeros): the other indices are packed into `idx` and their number returned, the centre's count
-// added to `*centre`. The same indices as BinIndex.
+// added to `*centre`. The same indices as BinIndex. `idx` must hold n entries: each step
+// compresses in a register and stores all 16 lanes at idx + k (k <= i, so within the first
+// i + 16 <= n), as vpcompressd to memory is microcoded on AMD Zen 4 (2.7 against 0.7 ns a value
+// for the whole Add there).
 QCC_STATS_AVX512 int64_t BinIndicesOffCentreAvx512(const float* x, int64_t n, float scale,
                                                    int32_t* idx, int64_t* centre) {
   const __m512 vscale = _mm512_set1_ps(scale);
@@ -143,7 +146,7 @@ QCC_STATS_AVX512 int64_t BinIndicesOffCentreAvx512(const float* x, int64_t n, fl
     const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
     const __m512i b = _mm512_add_epi32(half, _mm512_mask_xor_epi32(m, neg, m, ones));
     const __mmask16 off = _mm512_cmpneq_epi32_mask(b, half);
-    _mm512_mask_compressstoreu_epi32(idx + k, off, b);
+    _mm512_storeu_si512(idx + k, _mm512_maskz_compress_epi32(off, b));
     const int stored = __builtin_popcount(off);
     k += stored;
     in_centre += 16 - stored;
