@@ -10,6 +10,7 @@
 #include "backend_cpu/evaluator.h"
 #include "backend_cuda/cuda_info.h"
 #include "calib/runner_internal.h"
+#include "calib/sample_prefetch.h"
 #include "ir/printer.h"
 #include "kernels/cpu/thread_pool.h"
 #include "passes/passes.h"
@@ -189,17 +190,20 @@ absl::Status StreamBatchGroups(Dataset& data, const RunnerOptions& options, int6
     pending.clear();
     return static_cast<int64_t>(ready.size()) >= group ? run_ready() : absl::OkStatus();
   };
-  data.Rewind();
-  while (true) {
-    Sample sample;
-    QCC_ASSIGN_OR_RETURN(bool more, data.Next(&sample));
-    if (!more) break;
-    if (!pending.empty() && !SameShapes(pending.front(), sample)) QCC_RETURN_IF_ERROR(flush());
-    pending.push_back(std::move(sample));
-    if (static_cast<int64_t>(pending.size()) >= batch) QCC_RETURN_IF_ERROR(flush());
-  }
-  QCC_RETURN_IF_ERROR(flush());
-  QCC_RETURN_IF_ERROR(run_ready());
+  {
+    // The next group's samples are decoded while this one runs.
+    SamplePrefetcher reader(data, batch * group);
+    while (true) {
+      Sample sample;
+      QCC_ASSIGN_OR_RETURN(bool more, reader.Next(&sample));
+      if (!more) break;
+      if (!pending.empty() && !SameShapes(pending.front(), sample)) QCC_RETURN_IF_ERROR(flush());
+      pending.push_back(std::move(sample));
+      if (static_cast<int64_t>(pending.size()) >= batch) QCC_RETURN_IF_ERROR(flush());
+    }
+    QCC_RETURN_IF_ERROR(flush());
+    QCC_RETURN_IF_ERROR(run_ready());
+  }  // the reader is joined: `data` is ours again
   // Undecodable images at the end were read but never ran.
   if (options.on_progress && reported < data.size()) options.on_progress(data.size(), data.size());
   run->skipped_files = data.skipped_files();
