@@ -38,6 +38,11 @@ struct EngineOptions {
   /// Bytes one execution context may hold (its arena at batch_max and the steps' scratch); 0:
   /// the machine's memory (support/memory.h). Create refuses a plan whose arena passes it.
   int64_t max_memory = 0;
+  /// Images per slice when a run's batch is larger (runtime/batch_slices.h): 0 chooses them
+  /// (SliceImages: as many as keep the arena they touch within kSliceArenaBytes), a negative
+  /// value never slices, n > 0 slices by n. Only plans whose steps keep the images of a batch
+  /// apart (ImagesIndependent) run in slices; runs with a step observer never do.
+  int64_t slice_images = 0;
 };
 
 /// A model input or output as callers see it.
@@ -78,6 +83,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   uint64_t ArenaBytesAt(int64_t batch) const;
   /// Kernel threads per step.
   int num_threads() const { return num_threads_; }
+  /// Images per slice of a larger batch (EngineOptions::slice_images); 0: runs are never sliced.
+  int64_t slice_images() const { return slice_images_; }
   const Plan& plan() const { return plan_; }
 
   /// Checks `inputs` against inputs() (count, dtype, rank, every extent but the batch, the
@@ -97,6 +104,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Plan plan_;
   int num_threads_ = 1;
   int64_t max_memory_ = 0;
+  int64_t slice_images_ = 0;
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<std::unique_ptr<PreparedStep>> steps_;
   std::vector<void*> weight_addresses_;  // by buffer id: a weight's bytes, else nullptr
@@ -137,6 +145,9 @@ class ExecutionContext {
 
  private:
   absl::Status Execute(absl::Span<const Tensor> inputs, absl::Span<Tensor> outputs, int64_t batch);
+  /// Runs every step on images [first, first + count) of `inputs` into those of `outputs`.
+  absl::Status ExecuteImages(absl::Span<const Tensor> inputs, absl::Span<Tensor> outputs,
+                             int64_t first, int64_t count);
   absl::Status Reserve(std::shared_ptr<uint8_t>& storage, uint64_t& capacity, uint64_t bytes);
 
   std::shared_ptr<const Engine> engine_;

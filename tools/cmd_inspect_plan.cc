@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/batch_slices.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan_format.h"
 #include "runtime/steps.h"
@@ -174,6 +175,16 @@ absl::Status InspectPlanCommand(const std::string& path) {
                 static_cast<long long>(batch), static_cast<unsigned long long>(m.arena_bytes),
                 static_cast<unsigned long long>(m.no_reuse_bytes));
     if (batch == plan.batch_max) break;
+  }
+  if (plan.batch_max > 1 && plan.target != runtime::kCudaTarget) {
+    std::string why;
+    const int64_t slice = runtime::SliceImages(plan);
+    if (slice > 0 && slice < plan.batch_max) {
+      std::printf("  CPU runs of a batch over %lld: in slices of up to %lld images\n",
+                  static_cast<long long>(slice), static_cast<long long>(slice));
+    } else if (slice == 0 && !runtime::ImagesIndependent(plan, &why)) {
+      std::printf("  CPU runs: the whole batch at once (%s)\n", why.c_str());
+    }
   }
   std::vector<std::string> counts;
   for (const auto& [k, n] : kernels) counts.push_back(absl::StrCat(k, " x", n));
