@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "backend_cpu/eval_slices.h"
 #include "ir/printer.h"
 #include "ir/shape_fns/nn_window.h"
 #include "ir/shape_inference.h"
@@ -89,6 +90,13 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
   }
   if (!options_.on_value) FindResidualAdds(graph_outputs);
   for (const auto& node : graph_.nodes()) value_count_ += node->num_inputs() + node->num_outputs();
+  if (!options_.on_value && !options_.on_node_done) {
+    if (options_.slice_images == 0) {
+      slice_images_ = EvalSliceImages(graph_);
+    } else if (options_.slice_images > 0 && GraphImagesIndependent(graph_)) {
+      slice_images_ = options_.slice_images;
+    }
+  }
 }
 
 void Evaluator::FindResidualAdds(const absl::flat_hash_set<const ir::Value*>& graph_outputs) {
@@ -239,7 +247,50 @@ bool PoisonRequested() {
 absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inputs) const {
   absl::flat_hash_map<ir::Dim, int64_t> symbols;
   QCC_RETURN_IF_ERROR(CheckInputs(inputs, symbols));
+  const int64_t batch = inputs.empty() || inputs[0].rank() == 0 ? 0 : inputs[0].dim(0);
+  if (slice_images_ == 0 || batch <= slice_images_) return RunWhole(inputs, std::move(symbols));
+  // Slices of slice_images_ images (the last one shorter), each run whole; their outputs are
+  // those images' rows of the batch's outputs (GraphImagesIndependent).
+  const ir::Dim symbol = (*graph_.inputs()[0]->type().dims)[0];
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> slice(inputs.size());
+  for (int64_t first = 0; first < batch; first += slice_images_) {
+    const int64_t count = std::min(slice_images_, batch - first);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Dims dims = inputs[i].dims();
+      const size_t image = inputs[i].nbytes() / batch;
+      dims[0] = count;
+      const uint8_t* from = static_cast<const uint8_t*>(inputs[i].raw()) + first * image;
+      if (reinterpret_cast<uintptr_t>(from) % 64 == 0) {
+        // A view into the caller's tensor (tensors are 64-byte aligned).
+        slice[i] =
+            Tensor(inputs[i].dtype(), std::move(dims),
+                   std::shared_ptr<uint8_t>(inputs[i].storage(), const_cast<uint8_t*>(from)));
+      } else {
+        slice[i] = Tensor(inputs[i].dtype(), std::move(dims));
+        std::memcpy(slice[i].raw(), from, count * image);
+      }
+    }
+    symbols[symbol] = count;
+    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> part, RunWhole(slice, symbols));
+    if (outputs.empty()) {
+      for (const Tensor& t : part) {
+        Dims dims = t.dims();
+        dims[0] = batch;
+        outputs.emplace_back(t.dtype(), std::move(dims));
+      }
+    }
+    for (size_t o = 0; o < part.size(); ++o) {
+      const size_t image = part[o].nbytes() / count;
+      std::memcpy(static_cast<uint8_t*>(outputs[o].raw()) + first * image, part[o].raw(),
+                  part[o].nbytes());
+    }
+  }
+  return outputs;
+}
 
+absl::StatusOr<std::vector<Tensor>> Evaluator::RunWhole(
+    absl::Span<const Tensor> inputs, absl::flat_hash_map<ir::Dim, int64_t> symbols) const {
   // Remaining uses per value, so intermediate tensors are freed as soon as they are dead.
   std::vector<Dims> input_dims;
   for (const Tensor& t : inputs) input_dims.push_back(t.dims());

@@ -33,6 +33,11 @@ struct EvalOptions {
   /// Bytes of node outputs a run may hold at once (support/memory.h); 0: the machine's memory.
   /// A node whose output would pass it is a ResourceExhausted error naming the node and shape.
   int64_t max_memory = 0;
+  /// Images per slice when a run's batch is larger (eval_slices.h): 0 chooses them
+  /// (EvalSliceImages), a negative value never slices, n > 0 slices by n. Only graphs whose
+  /// nodes keep the images of a batch apart run in slices, and never with on_value or
+  /// on_node_done (they see whole-batch tensors and nodes once); on_observe sees each slice.
+  int64_t slice_images = 0;
 };
 
 /// Executes one graph. Does not own the graph, which must outlive it and stay unchanged.
@@ -51,7 +56,9 @@ class Evaluator {
   /// (e.g. the batch) has one value across all inputs.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) const;
 
-  /// The memory of the last Run that succeeded (zeros before the first).
+  /// Images per slice of a larger batch (EvalOptions::slice_images); 0: runs are never sliced.
+  int64_t slice_images() const { return slice_images_; }
+  /// The memory of the last Run that succeeded (zeros before the first; of its last slice).
   EvalMemoryStats last_run_memory() const { return arena_->last_stats(); }
   /// Conv -> Add pairs a run computes as one Conv with the residual (see residual_adds_).
   int64_t fused_residual_adds() const { return static_cast<int64_t>(residual_adds_.size()); }
@@ -66,6 +73,9 @@ class Evaluator {
   /// `symbols` receives the extent each symbolic input dim has in this run.
   absl::Status CheckInputs(absl::Span<const Tensor> inputs,
                            absl::flat_hash_map<ir::Dim, int64_t>& symbols) const;
+  /// Run on inputs CheckInputs accepted, whole (no slicing).
+  absl::StatusOr<std::vector<Tensor>> RunWhole(absl::Span<const Tensor> inputs,
+                                               absl::flat_hash_map<ir::Dim, int64_t> symbols) const;
   /// Fills packed_conv_weights_ for a Conv node whose W is a constant.
   void PackConvWeights(const ir::Node& node);
   /// Fills residual_adds_ and residual_convs_.
@@ -111,6 +121,7 @@ class Evaluator {
   absl::flat_hash_map<const ir::Node*, ResidualAdd> residual_adds_;  // by Add node
   /// At least the values a run tracks (its maps are reserved for them).
   size_t value_count_ = 0;
+  int64_t slice_images_ = 0;
   absl::flat_hash_set<const ir::Node*> residual_convs_;
 };
 

@@ -12,19 +12,14 @@
 #include "backend_cpu/evaluator.h"
 #include "ir/attrs.h"
 #include "ir/shape_inference.h"
+#include "tests/backend_cpu/nn_testing.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/tensor_compare.h"
 
 namespace qcc::testing {
 namespace {
 
-Tensor Random(Dims dims, uint32_t seed) {
-  Tensor t(DType::kFloat32, std::move(dims));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+Tensor Random(Dims dims, uint32_t seed) { return RandomF32(std::move(dims), seed); }
 
 ir::TensorType F32(const Dims& dims) {
   return ir::TensorType(DType::kFloat32, std::vector<ir::Dim>(dims.begin(), dims.end()));
