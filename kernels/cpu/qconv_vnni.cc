@@ -9,15 +9,12 @@
 // int32 arithmetic modulo 2^32 (vpdpbusd wraps), as the reference's, so any overflow wraps alike.
 //
 // Direct path (any group, stride, dilation, pad). Each (image, group) is rewritten once into a
-// per-thread buffer: the padded input split into stride_h x stride_w phase planes (phase (a, b)
-// holds padded rows a, a + sh, ... and columns b, b + sw, ...), each plane a row-major grid of
-// dwords holding 4 consecutive channels of one position (a "channel quad"). In a phase plane of
-// width PW', output (y, x) at "virtual position" v = y * PW' + x reads tap (r, s) at v plus a
-// constant offset, for every stride; so 16 consecutive virtual positions are one 64-byte load per
-// (tap, channel quad), and no im2col is ever written. Columns x >= out_w of the virtual grid are
-// computed and dropped (compressed out at the store): PW' / out_w extra work (1.06 to 1.25 for
-// 3x3 convolutions on 32 to 8 wide maps); an unpadded stride-1 input is its own phase plane
-// (PW' = out_w), rewritten as one run per channel quad. The register tile is 8 output
+// per-thread buffer of phase planes of channel quads (qconv_planes_vnni.h), in which output
+// (y, x) at virtual position v = y * PW' + x reads tap (r, s) at v plus a constant offset, for
+// every stride; so 16 consecutive virtual positions are one 64-byte load per (tap, channel
+// quad), and no im2col is ever written. Columns x >= out_w of the virtual grid are computed and
+// dropped (compressed out at the store): PW' / out_w extra work (1.06 to 1.25 for
+// 3x3 convolutions on 32 to 8 wide maps). The register tile is 8 output
 // channels x up to 48 positions (24 zmm accumulators): per (tap, quad), 3 loads, 8 weight
 // broadcasts and 24 vpdpbusd; an image's tiles share its 16-position vectors evenly.
 // Not cache-blocked over channels: a tile streams all C/group * R * S of its inputs and
@@ -27,6 +24,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/qconv_planes_vnni.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
 #include "support/int_math.h"
 #include "support/tensor.h"
@@ -39,21 +37,10 @@ constexpr int64_t kMr = 8;     // output channels per register tile
 constexpr int64_t kMaxNv = 3;  // 16-position vectors per register tile
 constexpr int64_t kTileLanes = 16 * kMaxNv;
 
-uint8_t PadByte(const QConvParams& p) { return static_cast<uint8_t>(p.pad_value) ^ 0x80; }
-
-/// A pointer `delta` bytes from `p`, possibly outside its array (masked loads skip those bytes).
-const int8_t* Offset(const int8_t* p, int64_t delta) {
-  return reinterpret_cast<const int8_t*>(reinterpret_cast<uintptr_t>(p) + delta);
-}
-
-struct DirectGeometry {
-  int64_t cg, kg, c4, k_blocks, taps, oh, ow;
-  int64_t phase_h, phase_w;    // rows and columns of a phase plane
-  int64_t v;                   // virtual positions of an image: (oh - 1) * phase_w + ow
-  int64_t plane;               // dwords per (phase, channel quad) plane, a multiple of 16
-  int64_t max_offset;          // the farthest tap from a position within a plane, in dwords
-  int64_t vectors;             // 16-position vectors covering the virtual positions
-  int64_t tiles, image_bytes;  // tiles share the vectors evenly (kMaxNv or one fewer each)
+struct DirectGeometry : PhasePlanes {
+  int64_t kg, k_blocks, taps;
+  int64_t vectors;  // 16-position vectors covering the virtual positions
+  int64_t tiles;    // tiles share the vectors evenly (kMaxNv or one fewer each)
 };
 
 /// The first virtual position of tile `t` (t == g.tiles: past the last vector).
@@ -61,106 +48,13 @@ int64_t TileBegin(const DirectGeometry& g, int64_t t) { return t * g.vectors / g
 
 DirectGeometry DirectGeometryOf(const QConvParams& p) {
   DirectGeometry g;
-  g.cg = p.c / p.group;
+  static_cast<PhasePlanes&>(g) = PhasePlanesOf(p);
   g.kg = p.k / p.group;
-  g.c4 = CeilDiv(g.cg, 4);
   g.k_blocks = CeilDiv(g.kg, kMr);
   g.taps = p.r * p.s;
-  g.oh = p.out_h();
-  g.ow = p.out_w();
-  g.phase_h = CeilDiv(p.h + p.pad_top + p.pad_bottom, p.stride_h);
-  g.phase_w = CeilDiv(p.w + p.pad_left + p.pad_right, p.stride_w);
-  g.v = (g.oh - 1) * g.phase_w + g.ow;
-  g.max_offset =
-      (p.r - 1) * p.dilation_h / p.stride_h * g.phase_w + (p.s - 1) * p.dilation_w / p.stride_w;
-  // A tile reads up to 15 lanes past the last virtual position.
-  g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + 16 + g.max_offset), 16);
   g.vectors = CeilDiv(g.v, 16);
   g.tiles = CeilDiv(g.vectors, kMaxNv);
-  g.image_bytes = p.stride_h * p.stride_w * g.c4 * g.plane * 4;
   return g;
-}
-
-QCC_VNNI void FillDwords(uint32_t* dst, int64_t n, uint32_t value) {
-  const __m512i v = _mm512_set1_epi32(static_cast<int>(value));
-  for (int64_t i = 0; i < n; i += 16) {
-    _mm512_mask_storeu_epi32(dst + i, static_cast<__mmask16>(LowBits64(n - i)), v);
-  }
-}
-
-/// One phase-plane row of channel quads from input rows `rows` (null: channel past C/group),
-/// lane j reading column x_first + j * sw (pad outside [0, w)); sw <= 2. `idx` interleaves four
-/// 32-byte windows into quads: byte 4l + q = 32q + l * sw.
-QCC_VNNI void TransformRowVector(const int8_t* const rows[4], int64_t w, int64_t x_first,
-                                 int64_t sw, int64_t n, uint32_t pad_quad, const uint8_t* idx,
-                                 uint32_t* dst) {
-  const __m512i perm = _mm512_loadu_si512(idx);
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i pad = _mm512_set1_epi32(static_cast<int>(pad_quad));
-  for (int64_t j0 = 0; j0 < n; j0 += 16) {
-    const int64_t x0 = j0 * sw + x_first;
-    // (sw == 1, the common case, needs no division.)
-    const int64_t lane_lo = x0 >= 0 ? 0 : sw == 1 ? -x0 : CeilDiv(-x0, sw);
-    const int64_t lane_hi = std::min<int64_t>(16, x0 >= w   ? 0
-                                                  : sw == 1 ? w - x0
-                                                            : CeilDiv(w - x0, sw));
-    const __mmask16 lanes =
-        lane_hi > lane_lo ? static_cast<__mmask16>(LowBits64(lane_hi) & ~LowBits64(lane_lo)) : 0;
-    const __mmask16 store = static_cast<__mmask16>(LowBits64(n - j0));
-    if (lanes == 0) {
-      _mm512_mask_storeu_epi32(dst + j0, store, pad);
-      continue;
-    }
-    const int64_t t_lo = std::max<int64_t>(0, -x0), t_hi = std::min<int64_t>(32, w - x0);
-    const __mmask32 bytes = static_cast<__mmask32>(LowBits64(t_hi) & ~LowBits64(t_lo));
-    __m256i r[4];
-    for (int q = 0; q < 4; ++q) {
-      r[q] = rows[q] != nullptr ? _mm256_maskz_loadu_epi8(bytes, Offset(rows[q], x0))
-                                : _mm256_setzero_si256();
-    }
-    const __m512i lo = _mm512_maskz_inserti64x4(0xFF, _mm512_castsi256_si512(r[0]), r[1], 1);
-    const __m512i hi = _mm512_maskz_inserti64x4(0xFF, _mm512_castsi256_si512(r[2]), r[3], 1);
-    __m512i v = _mm512_xor_si512(_mm512_permutex2var_epi8(lo, perm, hi), flip);
-    v = _mm512_mask_blend_epi32(lanes, pad, v);
-    _mm512_mask_storeu_epi32(dst + j0, store, v);
-  }
-}
-
-/// TransformRowVector's result for stride 1 and a row of n in-bounds columns: 64 positions per
-/// step (InterleaveQuads64); the tail goes to TransformRowVector.
-QCC_VNNI void InterleaveRun(const int8_t* const rows[4], int64_t n, uint32_t pad_quad,
-                            const uint8_t* idx, uint32_t* dst) {
-  int64_t j = 0;
-  for (; j + 64 <= n; j += 64) {
-    __m512i r[4], out[4];
-    for (int q = 0; q < 4; ++q) {
-      r[q] = rows[q] != nullptr ? _mm512_loadu_si512(rows[q] + j) : _mm512_setzero_si512();
-    }
-    InterleaveQuads64(r, out);
-    for (int i = 0; i < 4; ++i) _mm512_storeu_si512(dst + j + 16 * i, out[i]);
-  }
-  if (j == n) return;
-  const int8_t* tail[4];
-  for (int q = 0; q < 4; ++q) tail[q] = rows[q] != nullptr ? rows[q] + j : nullptr;
-  TransformRowVector(tail, n - j, 0, 1, n - j, pad_quad, idx, dst + j);
-}
-
-/// TransformRowVector's result for any stride, one dword at a time.
-void TransformRowScalar(const int8_t* const rows[4], int64_t w, int64_t x_first, int64_t sw,
-                        int64_t n, uint32_t pad_quad, uint32_t* dst) {
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t col = x_first + j * sw;
-    if (col < 0 || col >= w) {
-      dst[j] = pad_quad;
-      continue;
-    }
-    uint32_t quad = 0;
-    for (int q = 0; q < 4; ++q) {
-      const uint32_t b = rows[q] != nullptr ? static_cast<uint8_t>(rows[q][col]) ^ 0x80u : 0x80u;
-      quad |= b << (8 * q);
-    }
-    dst[j] = quad;
-  }
 }
 
 /// Everything a piece of the direct path needs.
@@ -172,67 +66,6 @@ struct DirectContext {
   uint8_t* buffers;           // g.image_bytes per thread
   alignas(64) uint8_t idx[64];
 };
-
-/// Rewrites channels [0, C/group) of `x` (one image's group) into phase planes of quads: in
-/// every plane, the dwords [lo, hi) (rows that hold them whole, and the padding past the last
-/// row when hi reaches it), what the tiles of one thread read.
-QCC_VNNI void TransformImage(const DirectContext& ctx, const int8_t* x, uint32_t* buf, int64_t lo,
-                             int64_t hi) {
-  const QConvParams& p = *ctx.p;
-  const DirectGeometry& g = ctx.g;
-  const uint32_t pad_quad = PadByte(p) * 0x01010101u;
-  const int64_t row_begin = lo / g.phase_w;
-  const int64_t row_end = std::min(g.phase_h, CeilDiv(hi, g.phase_w));
-  const bool tail = hi > g.phase_h * g.phase_w;
-  if (p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 && p.pad_left == 0 &&
-      p.pad_bottom == 0 && p.pad_right == 0) {
-    // The plane is the input itself: rows [row_begin, row_end) of a channel are one contiguous
-    // run, so they are interleaved as one long row (no per-row work on small maps).
-    const int64_t first = row_begin * p.w, n = (row_end - row_begin) * p.w;
-    for (int64_t c4 = 0; c4 < g.c4; ++c4) {
-      uint32_t* plane = buf + c4 * g.plane;
-      const int8_t* rows[4];
-      for (int q = 0; q < 4; ++q) {
-        const int64_t ch = c4 * 4 + q;
-        rows[q] = ch < g.cg ? x + ch * p.h * p.w + first : nullptr;
-      }
-      if (n > 0) InterleaveRun(rows, n, pad_quad, ctx.idx, plane + first);
-      if (tail) {
-        FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
-      }
-    }
-    return;
-  }
-  for (int64_t a = 0; a < p.stride_h; ++a) {
-    for (int64_t b = 0; b < p.stride_w; ++b) {
-      for (int64_t c4 = 0; c4 < g.c4; ++c4) {
-        uint32_t* plane = buf + ((a * p.stride_w + b) * g.c4 + c4) * g.plane;
-        for (int64_t i = row_begin; i < row_end; ++i) {
-          const int64_t y = i * p.stride_h + a - p.pad_top;
-          uint32_t* dst = plane + i * g.phase_w;
-          if (y < 0 || y >= p.h) {
-            FillDwords(dst, g.phase_w, pad_quad);
-            continue;
-          }
-          const int8_t* rows[4];
-          for (int q = 0; q < 4; ++q) {
-            const int64_t ch = c4 * 4 + q;
-            rows[q] = ch < g.cg ? x + (ch * p.h + y) * p.w : nullptr;
-          }
-          if (p.stride_w <= 2) {
-            TransformRowVector(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, pad_quad, ctx.idx,
-                               dst);
-          } else {
-            TransformRowScalar(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, pad_quad, dst);
-          }
-        }
-        if (tail) {
-          FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
-        }
-      }
-    }
-  }
-}
 
 /// Where and how a register tile's results go.
 struct TileOut {
@@ -351,8 +184,8 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
       // is split among threads, as at batch 1): from its first tile's first position to its
       // last tile's last lane plus the farthest tap.
       const int64_t last = std::min(end, (image + 1) * g.tiles) - 1 - image * g.tiles;
-      TransformImage(ctx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf, TileBegin(g, tile),
-                     TileBegin(g, last + 1) + g.max_offset);
+      FillPhasePlanes(p, g, ctx.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
+                      TileBegin(g, tile), TileBegin(g, last + 1) + g.max_offset);
       loaded = image;
     }
     const int64_t v0 = TileBegin(g, tile), lanes = std::min(TileBegin(g, tile + 1), g.v) - v0;
@@ -395,17 +228,10 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
   ctx.g = DirectGeometryOf(p);
   const DirectGeometry& g = ctx.g;
   int64_t* tap_offset = reinterpret_cast<int64_t*>(workspace);
-  for (int64_t r = 0; r < p.r; ++r) {
-    for (int64_t s = 0; s < p.s; ++s) {
-      const int64_t dy = r * p.dilation_h, dx = s * p.dilation_w;
-      const int64_t phase = dy % p.stride_h * p.stride_w + dx % p.stride_w;
-      tap_offset[r * p.s + s] =
-          (phase * g.c4 * g.plane + dy / p.stride_h * g.phase_w + dx / p.stride_w) * 4;
-    }
-  }
+  PhaseTapOffsets(p, g, tap_offset);
   ctx.tap_offset = tap_offset;
   ctx.buffers = workspace + RoundUp(g.taps * 8, 64);
-  for (int i = 0; i < 64; ++i) ctx.idx[i] = static_cast<uint8_t>(32 * (i % 4) + i / 4 * p.stride_w);
+  PhaseRowIndex(p, ctx.idx);
   const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
   NnParallelFor(
       p.num_threads, p.n * p.group * g.tiles, cost,
