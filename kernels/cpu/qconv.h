@@ -58,7 +58,8 @@ struct PackedQConvWeights {
     kVnniDepthwise,
     kVnniPointwise,
     kAvx2Direct,
-    kAvx2Depthwise
+    kAvx2Depthwise,
+    kVnniSmallMap
   };
   Layout layout = Layout::kReference;
   // The geometry packed for: QConv needs the same K, C/group, R, S, group, strides and

@@ -130,6 +130,14 @@ void PhaseTapOffsets(const QConvParams& p, const PhasePlanes& g, int64_t* tap_of
   }
 }
 
+uint8_t* TapOffsetsAt(const QConvParams& p, const PhasePlanes& g, uint8_t* workspace,
+                      const int64_t** tap_offset) {
+  int64_t* offsets = reinterpret_cast<int64_t*>(workspace);
+  PhaseTapOffsets(p, g, offsets);
+  *tap_offset = offsets;
+  return workspace + TapOffsetsBytes(p);
+}
+
 void PhaseRowIndex(const QConvParams& p, uint8_t idx[64]) {
   for (int i = 0; i < 64; ++i) idx[i] = static_cast<uint8_t>(32 * (i % 4) + i / 4 * p.stride_w);
 }

@@ -35,6 +35,13 @@ PhasePlanes PhasePlanesOf(const QConvParams& p);
 /// (r, s), channel quad 0.
 void PhaseTapOffsets(const QConvParams& p, const PhasePlanes& g, int64_t* tap_offset);
 
+/// Bytes TapOffsetsAt takes at the start of a workspace (a 64-byte multiple).
+inline int64_t TapOffsetsBytes(const QConvParams& p) { return (p.r * p.s * 8 + 63) / 64 * 64; }
+/// PhaseTapOffsets written at the start of `workspace` into *tap_offset; returns where the
+/// threads' buffers start (TapOffsetsBytes(p) further, 64-byte aligned like `workspace`).
+uint8_t* TapOffsetsAt(const QConvParams& p, const PhasePlanes& g, uint8_t* workspace,
+                      const int64_t** tap_offset);
+
 /// The byte index FillPhasePlanes interleaves rows with, for p's stride_w.
 void PhaseRowIndex(const QConvParams& p, uint8_t idx[64]);
 

@@ -154,44 +154,6 @@ constexpr TileFn kTiles[kMaxTile] = {PointwiseTile<1>, PointwiseTile<2>, Pointwi
                                      PointwiseTile<4>, PointwiseTile<5>, PointwiseTile<6>,
                                      PointwiseTile<7>};
 
-/// Output channels [k0, k0 + kn) of image n at positions [first, first + count) from the
-/// staging rows: 16 positions x 16 channels per transpose.
-QCC_VNNI void WriteOutput(const PointwiseContext& ctx, const uint8_t* staging, int64_t n,
-                          int64_t k0, int64_t kn, int64_t first, int64_t count) {
-  const QConvParams& p = *ctx.p;
-  const int64_t positions = ctx.g.positions;
-  __m512i idx[4];
-  for (int i = 0; i < 4; ++i) idx[i] = _mm512_load_si512(ctx.transpose.v[i]);
-  for (int64_t p0 = 0; p0 < count; p0 += 16) {
-    const __mmask16 store = static_cast<__mmask16>(LowBits64(count - p0));
-    for (int64_t j = 0; 16 * j < kn; ++j) {
-      __m512i z[4];
-      for (int k = 0; k < 4; ++k) {
-        // Positions p0 + 4k .. p0 + 4k + 3, 16 channels each (rows past the map: garbage,
-        // never stored).
-        const uint8_t* row = staging + (p0 + 4 * k) * kBlock + 16 * j;
-        z[k] = _mm512_zextsi128_si512(_mm_load_si128(reinterpret_cast<const __m128i*>(row)));
-        for (int i = 1; i < 4; ++i) {
-          z[k] =
-              _mm512_mask_loadu_epi32(z[k], static_cast<__mmask16>(0xF << (4 * i)),
-                                      reinterpret_cast<const int32_t*>(row + i * kBlock) - 4 * i);
-        }
-      }
-      __m512i o[4];
-      Transpose16x16Bytes(z, idx, o);
-      alignas(64) uint8_t rows[4][64];
-      for (int m = 0; m < 4; ++m) _mm512_store_si512(rows[m], o[m]);
-      const int64_t channels = std::min<int64_t>(16, kn - 16 * j);
-      int8_t* y = p.output + (n * p.k + k0 + 16 * j) * positions + first + p0;
-      for (int64_t c = 0; c < channels; ++c) {
-        _mm_mask_storeu_epi8(
-            y + c * positions, store,
-            _mm_load_si128(reinterpret_cast<const __m128i*>(rows[c / 4] + c % 4 * 16)));
-      }
-    }
-  }
-}
-
 QCC_VNNI void PointwiseUnits(const PointwiseContext& ctx, int64_t begin, int64_t end, int thread) {
   const QConvParams& p = *ctx.p;
   const PointwiseGeometry& g = ctx.g;
@@ -224,12 +186,48 @@ QCC_VNNI void PointwiseUnits(const PointwiseContext& ctx, int64_t begin, int64_t
         const int64_t tp = std::min<int64_t>(kMaxTile, count - p0);
         kTiles[tp - 1](quads + p0, g.c4, w, k, staging + p0 * kBlock);
       }
-      WriteOutput(ctx, staging, n, k0, kn, first, count);
+      WriteStagedOutput(p, ctx.transpose, staging, kBlock, n, k0, kn, first, count);
     }
   }
 }
 
 }  // namespace
+
+QCC_VNNI void WriteStagedOutput(const QConvParams& p, const ByteTransposeIndex& transpose,
+                                const uint8_t* staging, int64_t stride, int64_t n, int64_t k0,
+                                int64_t kn, int64_t first, int64_t count) {
+  const int64_t positions = p.out_h() * p.out_w();
+  __m512i idx[4];
+  for (int i = 0; i < 4; ++i) idx[i] = _mm512_load_si512(transpose.v[i]);
+  for (int64_t p0 = 0; p0 < count; p0 += 16) {
+    const __mmask16 store = static_cast<__mmask16>(LowBits64(count - p0));
+    for (int64_t j = 0; 16 * j < kn; ++j) {
+      __m512i z[4];
+      for (int k = 0; k < 4; ++k) {
+        // Positions p0 + 4k .. p0 + 4k + 3, 16 channels each (rows past the map: garbage,
+        // never stored).
+        const uint8_t* row = staging + (p0 + 4 * k) * stride + 16 * j;
+        z[k] = _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row)));
+        for (int i = 1; i < 4; ++i) {
+          z[k] =
+              _mm512_mask_loadu_epi32(z[k], static_cast<__mmask16>(0xF << (4 * i)),
+                                      reinterpret_cast<const int32_t*>(row + i * stride) - 4 * i);
+        }
+      }
+      __m512i o[4];
+      Transpose16x16Bytes(z, idx, o);
+      alignas(64) uint8_t rows[4][64];
+      for (int m = 0; m < 4; ++m) _mm512_store_si512(rows[m], o[m]);
+      const int64_t channels = std::min<int64_t>(16, kn - 16 * j);
+      int8_t* y = p.output + (n * p.k + k0 + 16 * j) * positions + first + p0;
+      for (int64_t c = 0; c < channels; ++c) {
+        _mm_mask_storeu_epi8(
+            y + c * positions, store,
+            _mm_load_si128(reinterpret_cast<const __m128i*>(rows[c / 4] + c % 4 * 16)));
+      }
+    }
+  }
+}
 
 bool QConvPointwiseVnniPacks(const QConvParams& p) {
   return p.r == 1 && p.s == 1 && p.group == 1 && p.stride_h == 1 && p.stride_w == 1 &&

@@ -227,10 +227,7 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
   ctx.w = &w;
   ctx.g = DirectGeometryOf(p);
   const DirectGeometry& g = ctx.g;
-  int64_t* tap_offset = reinterpret_cast<int64_t*>(workspace);
-  PhaseTapOffsets(p, g, tap_offset);
-  ctx.tap_offset = tap_offset;
-  ctx.buffers = workspace + RoundUp(g.taps * 8, 64);
+  ctx.buffers = TapOffsetsAt(p, g, workspace, &ctx.tap_offset);
   PhaseRowIndex(p, ctx.idx);
   const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
   NnParallelFor(
@@ -248,6 +245,10 @@ void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
   }
   if (QConvPointwiseVnniPacks(p)) {
     PackQConvPointwiseVnni(p, w);
+    return;
+  }
+  if (QConvSmallMapVnniPacks(p)) {
+    PackQConvSmallMapVnni(p, w);
     return;
   }
   const int64_t c4 = CeilDiv(cg, 4), k_blocks = CeilDiv(kg, kMr);
@@ -278,8 +279,11 @@ int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& 
   if (w.layout == PackedQConvWeights::Layout::kVnniPointwise) {
     return 64 + threads * QConvPointwiseVnniThreadBytes(p);
   }
+  if (w.layout == PackedQConvWeights::Layout::kVnniSmallMap) {
+    return 64 + TapOffsetsBytes(p) + threads * QConvSmallMapVnniThreadBytes(p);
+  }
   const DirectGeometry g = DirectGeometryOf(p);
-  return 64 + RoundUp(g.taps * 8, 64) + threads * g.image_bytes;
+  return 64 + TapOffsetsBytes(p) + threads * g.image_bytes;
 }
 
 QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void* workspace) {
@@ -289,6 +293,8 @@ QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void*
     QConvDepthwiseVnni(p, w, ws);
   } else if (w.layout == PackedQConvWeights::Layout::kVnniPointwise) {
     QConvPointwiseVnni(p, w, ws);
+  } else if (w.layout == PackedQConvWeights::Layout::kVnniSmallMap) {
+    QConvSmallMapVnni(p, w, ws);
   } else {
     DirectConv(p, w, ws);
   }

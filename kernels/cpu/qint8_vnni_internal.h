@@ -160,6 +160,25 @@ int64_t QConvPointwiseVnniThreadBytes(const QConvParams& p);
 QCC_VNNI void QConvPointwiseVnni(const QConvParams& p, const PackedQConvWeights& w,
                                  uint8_t* workspace);
 
+/// Output channels [k0, k0 + kn) of image n at output positions [first, first + count) of
+/// p.output from `staging`: position-major rows of `stride` bytes (a multiple of 16; channel k0
+/// at byte 0), RoundUp(count, 16) rows readable; 16 positions x 16 channels per byte transpose.
+QCC_VNNI void WriteStagedOutput(const QConvParams& p, const ByteTransposeIndex& transpose,
+                                const uint8_t* staging, int64_t stride, int64_t n, int64_t k0,
+                                int64_t kn, int64_t first, int64_t count);
+
+/// True when the VNNI layout of `p` is the small-map one (qconv_smallmap_vnni.cc): one group,
+/// K in blocks of 48 or 64 channels, at most 256 output positions, phase planes wider than the
+/// output (padding or stride), and not the pointwise kernel's.
+bool QConvSmallMapVnniPacks(const QConvParams& p);
+/// Fills w's small-map VNNI layout from p.weights.
+void PackQConvSmallMapVnni(const QConvParams& p, PackedQConvWeights* w);
+/// Bytes of one thread's buffers of the small-map kernel (64-byte multiples).
+int64_t QConvSmallMapVnniThreadBytes(const QConvParams& p);
+/// QConv for the small-map layout; `workspace` is 64-byte aligned, p.num_threads thread buffers.
+QCC_VNNI void QConvSmallMapVnni(const QConvParams& p, const PackedQConvWeights& w,
+                                uint8_t* workspace);
+
 /// Fills w->packed with the VNNI layout of p.b.
 void PackQGemmVnni(const QGemmParams& p, PackedQGemmWeights* w);
 /// QGemm for the VNNI layout; call only when QInt8HasVnni().

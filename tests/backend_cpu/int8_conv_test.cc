@@ -250,6 +250,15 @@ const std::vector<Geometry>& Geometries() {
       {1, 37, 7, 7, 64, 1, 1},   // 49 positions, odd C
       {3, 16, 1, 1, 16, 1, 1},   // one position
       {1, 50, 5, 9, 17, 1, 1},   // 45 positions, one block of 17
+      // The VNNI small-map kernel (one group, K in blocks of 3 or 4 vectors, <= 256 output
+      // positions of padded or strided maps, output channels in lanes): tails of blocks and
+      // tiles, tiles spanning rows, strides, dilation.
+      {1, 32, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1},       // resnet20's 8x8 stage: tiles of 6
+      {2, 20, 16, 16, 48, 3, 3, 1, 1, 1, 1, 1, 1},     // 256 positions, 3 vectors, batch 2
+      {1, 13, 13, 13, 96, 3, 3, 1, 1, 1, 1, 1, 1},     // 169 positions, 2 blocks of 3, odd C
+      {1, 9, 9, 11, 100, 3, 3, 2, 2, 1, 0, 1, 2},      // stride 2, asymmetric pads, 64 + 36
+      {3, 5, 6, 7, 33, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2},  // 5x5 dilation 2, K = 48 - 15, batch 3
+      {1, 16, 12, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1},     // stride 2, K = 40 in one block of 48
   };
   return kAll;
 }
@@ -345,6 +354,23 @@ TEST(Int8ConvFastTest, BitIdenticalToReferenceOnRandomData) {
       }
     }
   }
+}
+
+// Which dense shapes the VNNI layout runs on the small-map kernel (a pure function of the
+// shape): one group, K in blocks of 48 or 64, at most 256 output positions, padding columns in
+// the direct path's planes, and not a 1x1 the pointwise kernel takes.
+TEST(Int8ConvTest, SmallMapKernelRunsDenseSmallMaps) {
+  const auto small = [](const Geometry& g) { return internal::QConvSmallMapVnniPacks(Conv(g).p); };
+  EXPECT_TRUE(small({1, 32, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1}));
+  EXPECT_TRUE(small({1, 32, 32, 32, 64, 3, 3, 2, 2, 1, 1, 1, 1}));          // 16 x 16 out
+  EXPECT_TRUE(small({1, 16, 12, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1}));          // K = 40: 3 vectors
+  EXPECT_FALSE(small({1, 16, 12, 12, 40, 1, 1, 1, 1, 1, 1, 1, 1}));         // its pads are outputs
+  EXPECT_FALSE(small({1, 16, 12, 12, 40, 1, 1, 2, 2}));                     // no padding column
+  EXPECT_FALSE(small({1, 480, 14, 14, 80, 1, 1}));                          // no padding column
+  EXPECT_FALSE(small({1, 32, 17, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1}));         // 272 positions
+  EXPECT_FALSE(small({1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1}));           // K = 32: 2 vectors
+  EXPECT_FALSE(small({1, 32, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}));  // grouped
+  EXPECT_FALSE(small({1, 24, 8, 8, 100, 1, 1}));                            // pointwise's
 }
 
 // QConv's contract lets H and W change after packing: the pointwise layout, chosen for a 7 x 7
