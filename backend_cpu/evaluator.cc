@@ -16,6 +16,7 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/qelementwise.h"  // ConvertF16ToF32, ConvertF32ToF16
+#include "kernels/cpu/thread_pool.h"
 #include "support/memory.h"
 #include "support/status.h"
 
@@ -93,8 +94,9 @@ Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
   if (!options_.on_value && !options_.on_node_done) {
     if (options_.slice_images == 0) {
       slice_images_ = EvalSliceImages(graph_);
+      small_slice_images_ = EvalSliceImages(graph_, kEvalSmallSliceBytes);
     } else if (options_.slice_images > 0 && GraphImagesIndependent(graph_)) {
-      slice_images_ = options_.slice_images;
+      slice_images_ = small_slice_images_ = options_.slice_images;
     }
   }
 }
@@ -248,44 +250,64 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::Run(absl::Span<const Tensor> inpu
   absl::flat_hash_map<ir::Dim, int64_t> symbols;
   QCC_RETURN_IF_ERROR(CheckInputs(inputs, symbols));
   const int64_t batch = inputs.empty() || inputs[0].rank() == 0 ? 0 : inputs[0].dim(0);
-  if (slice_images_ == 0 || batch <= slice_images_) return RunWhole(inputs, std::move(symbols));
-  // Slices of slice_images_ images (the last one shorter), each run whole; their outputs are
-  // those images' rows of the batch's outputs (GraphImagesIndependent).
+  // Observers (calibration) report into the statistics of the thread that runs the batch, so
+  // their slices run one after another on it, each step on every thread; other runs take small
+  // slices, several at a time, each on one thread (no join between its steps).
+  const bool observed = static_cast<bool>(options_.on_observe);
+  const int64_t size = observed ? slice_images_ : small_slice_images_;
+  if (size == 0 || batch <= size) return RunWhole(inputs, std::move(symbols));
+  const int threads = observed ? 1 : options_.num_threads;
+  int64_t slices = (batch + size - 1) / size;
+  slices = std::min(batch, (slices + threads - 1) / threads * threads);
+  // The outputs' dims: the graph's, the batch bound (GraphImagesIndependent: static after it).
   const ir::Dim symbol = (*graph_.inputs()[0]->type().dims)[0];
   std::vector<Tensor> outputs;
-  std::vector<Tensor> slice(inputs.size());
-  for (int64_t first = 0; first < batch; first += slice_images_) {
-    const int64_t count = std::min(slice_images_, batch - first);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      Dims dims = inputs[i].dims();
-      const size_t image = inputs[i].nbytes() / batch;
+  for (const ir::Value* v : graph_.outputs()) {
+    Dims dims(v->type().dims->begin(), v->type().dims->end());
+    dims[0] = batch;
+    outputs.emplace_back(v->dtype(), std::move(dims));
+  }
+  // Slice i: images [i * batch / slices, (i + 1) * batch / slices), run whole; its outputs are
+  // those rows of the batch's (GraphImagesIndependent).
+  const auto run_slice = [&](int64_t i) -> absl::Status {
+    const int64_t first = i * batch / slices, count = (i + 1) * batch / slices - first;
+    std::vector<Tensor> slice(inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      Dims dims = inputs[k].dims();
+      const size_t image = inputs[k].nbytes() / batch;
       dims[0] = count;
-      const uint8_t* from = static_cast<const uint8_t*>(inputs[i].raw()) + first * image;
+      const uint8_t* from = static_cast<const uint8_t*>(inputs[k].raw()) + first * image;
       if (reinterpret_cast<uintptr_t>(from) % 64 == 0) {
         // A view into the caller's tensor (tensors are 64-byte aligned).
-        slice[i] =
-            Tensor(inputs[i].dtype(), std::move(dims),
-                   std::shared_ptr<uint8_t>(inputs[i].storage(), const_cast<uint8_t*>(from)));
+        slice[k] =
+            Tensor(inputs[k].dtype(), std::move(dims),
+                   std::shared_ptr<uint8_t>(inputs[k].storage(), const_cast<uint8_t*>(from)));
       } else {
-        slice[i] = Tensor(inputs[i].dtype(), std::move(dims));
-        std::memcpy(slice[i].raw(), from, count * image);
+        slice[k] = Tensor(inputs[k].dtype(), std::move(dims));
+        std::memcpy(slice[k].raw(), from, count * image);
       }
     }
-    symbols[symbol] = count;
-    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> part, RunWhole(slice, symbols));
-    if (outputs.empty()) {
-      for (const Tensor& t : part) {
-        Dims dims = t.dims();
-        dims[0] = batch;
-        outputs.emplace_back(t.dtype(), std::move(dims));
-      }
-    }
+    absl::flat_hash_map<ir::Dim, int64_t> slice_symbols = symbols;
+    slice_symbols[symbol] = count;
+    QCC_ASSIGN_OR_RETURN(std::vector<Tensor> part, RunWhole(slice, std::move(slice_symbols)));
     for (size_t o = 0; o < part.size(); ++o) {
-      const size_t image = part[o].nbytes() / count;
+      const size_t image = outputs[o].nbytes() / batch;
+      if (part[o].nbytes() != count * image) {
+        return absl::InternalError(absl::StrCat("a slice's output ", o, " has ", part[o].nbytes(),
+                                                " bytes, not ", count * image));
+      }
       std::memcpy(static_cast<uint8_t*>(outputs[o].raw()) + first * image, part[o].raw(),
                   part[o].nbytes());
     }
-  }
+    return absl::OkStatus();
+  };
+  std::vector<absl::Status> statuses(slices);
+  // Nested in a piece, the kernels' own parallel loops run on the piece's thread
+  // (thread_pool.h).
+  ParallelFor(threads, slices, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) statuses[i] = run_slice(i);
+  });
+  for (const absl::Status& status : statuses) QCC_RETURN_IF_ERROR(status);
   return outputs;
 }
 

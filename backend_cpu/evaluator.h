@@ -34,9 +34,11 @@ struct EvalOptions {
   /// A node whose output would pass it is a ResourceExhausted error naming the node and shape.
   int64_t max_memory = 0;
   /// Images per slice when a run's batch is larger (eval_slices.h): 0 chooses them
-  /// (EvalSliceImages), a negative value never slices, n > 0 slices by n. Only graphs whose
-  /// nodes keep the images of a batch apart run in slices, and never with on_value or
-  /// on_node_done (they see whole-batch tensors and nodes once); on_observe sees each slice.
+  /// (EvalSliceImages: kEvalSliceBytes of activations with on_observe, whose slices run one
+  /// after another; kEvalSmallSliceBytes without, num_threads slices at a time), a negative
+  /// value never slices, n > 0 slices by at most n. Only graphs whose nodes keep the images of
+  /// a batch apart run in slices, and never with on_value or on_node_done (they see whole-batch
+  /// tensors and nodes once); on_observe sees each slice.
   int64_t slice_images = 0;
 };
 
@@ -56,7 +58,8 @@ class Evaluator {
   /// (e.g. the batch) has one value across all inputs.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) const;
 
-  /// Images per slice of a larger batch (EvalOptions::slice_images); 0: runs are never sliced.
+  /// Images per slice of a larger batch in a run with on_observe (EvalOptions::slice_images);
+  /// 0: runs are never sliced.
   int64_t slice_images() const { return slice_images_; }
   /// The memory of the last Run that succeeded (zeros before the first; of its last slice).
   EvalMemoryStats last_run_memory() const { return arena_->last_stats(); }
@@ -121,7 +124,8 @@ class Evaluator {
   absl::flat_hash_map<const ir::Node*, ResidualAdd> residual_adds_;  // by Add node
   /// At least the values a run tracks (its maps are reserved for them).
   size_t value_count_ = 0;
-  int64_t slice_images_ = 0;
+  int64_t slice_images_ = 0;        // runs with on_observe (calibration), one after another
+  int64_t small_slice_images_ = 0;  // other runs, num_threads at a time
   absl::flat_hash_set<const ir::Node*> residual_convs_;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backend_cpu/eval_slices.h"
 #include "backend_cpu/evaluator.h"
 #include "ir/attrs.h"
@@ -76,6 +77,22 @@ std::unique_ptr<cpu::Evaluator> Make(const ir::Graph& g, cpu::EvalOptions option
   return ev.ok() ? *std::move(ev) : nullptr;
 }
 
+/// The outputs [N, 10] of `whole` run on each of `slices` slices of x [N, 3, 8, 8] in turn,
+/// slice i holding images [i * N / slices, (i + 1) * N / slices).
+Tensor RowsOfSlices(const cpu::Evaluator& whole, const Tensor& x, int64_t slices) {
+  const int64_t batch = x.dim(0);
+  Tensor rows(DType::kFloat32, {batch, 10});
+  for (int64_t i = 0; i < slices; ++i) {
+    const int64_t first = i * batch / slices, count = (i + 1) * batch / slices - first;
+    Tensor part(DType::kFloat32, {count, 3, 8, 8});
+    std::memcpy(part.raw(), x.data<float>() + first * 3 * 8 * 8, part.nbytes());
+    absl::StatusOr<std::vector<Tensor>> y = whole.Run({part});
+    EXPECT_TRUE(y.ok()) << y.status();
+    if (y.ok()) std::memcpy(rows.data<float>() + first * 10, (*y)[0].raw(), (*y)[0].nbytes());
+  }
+  return rows;
+}
+
 TEST(EvaluatorSlicesTest, SlicedRunsGiveTheWholeBatchsOutputsAndObserveEveryImageOnce) {
   ir::Graph g;
   BuildNet(g);
@@ -118,19 +135,43 @@ TEST(EvaluatorSlicesTest, SlicedRunsGiveTheWholeBatchsOutputsAndObserveEveryImag
         // fp32 sums may round differently at another batch (a GEMM of other rows): near the
         // whole batch's, and the bits of the whole evaluator run on each slice in turn.
         EXPECT_EQ(CompareTensors((*got)[0], (*want)[0], 1e-5, 1e-6), "") << "slice " << slice;
-        Tensor rows(DType::kFloat32, {batch, 10});
-        for (int64_t first = 0; first < batch; first += slice) {
-          const int64_t count = std::min(slice, batch - first);
-          Tensor part(DType::kFloat32, {count, 3, 8, 8});
-          std::memcpy(part.raw(), x.data<float>() + first * 3 * 8 * 8, part.nbytes());
-          absl::StatusOr<std::vector<Tensor>> y = whole->Run({part});
-          ASSERT_TRUE(y.ok()) << y.status();
-          std::memcpy(rows.data<float>() + first * 10, (*y)[0].raw(), (*y)[0].nbytes());
-        }
-        EXPECT_EQ(CompareTensors((*got)[0], rows, 0, 0), "") << "slice " << slice;
+        const int64_t slices = batch <= slice ? 1 : (batch + slice - 1) / slice;
+        EXPECT_EQ(CompareTensors((*got)[0], RowsOfSlices(*whole, x, slices), 0, 0), "")
+            << "slice " << slice;
         EXPECT_EQ(seen, observed_whole);  // every image observed once
         EXPECT_EQ(calls, (batch + slice - 1) / slice) << "one observation a slice";
         EXPECT_EQ(whole_runs, 1);
+      }
+    }
+  }
+}
+
+// Without observers, slices run num_threads at a time, one thread each: as many as a multiple
+// of the threads (5 images by 2 on 2 threads: 4 slices of 1, 1, 1 and 2 images).
+TEST(EvaluatorSlicesTest, UnobservedSlicesRunThreadsAtATime) {
+  ir::Graph g;
+  BuildNet(g);
+  cpu::EvalOptions whole_options;
+  whole_options.num_threads = 1;
+  whole_options.slice_images = -1;
+  std::unique_ptr<cpu::Evaluator> whole = Make(g, whole_options);
+  ASSERT_NE(whole, nullptr);
+  for (int threads : {1, 2, 3}) {
+    for (int64_t slice : {1, 2}) {
+      cpu::EvalOptions options;
+      options.num_threads = threads;
+      options.slice_images = slice;
+      std::unique_ptr<cpu::Evaluator> sliced = Make(g, options);
+      ASSERT_NE(sliced, nullptr);
+      for (int64_t batch : {2, 5, 7}) {
+        SCOPED_TRACE(absl::StrCat(threads, " threads, slices of ", slice, ", batch ", batch));
+        const Tensor x = Random({batch, 3, 8, 8}, 60 + static_cast<uint32_t>(batch));
+        absl::StatusOr<std::vector<Tensor>> got = sliced->Run({x});
+        ASSERT_TRUE(got.ok()) << got.status();
+        int64_t slices = (batch + slice - 1) / slice;
+        if (batch > slice) slices = std::min(batch, (slices + threads - 1) / threads * threads);
+        if (batch <= slice) slices = 1;
+        EXPECT_EQ(CompareTensors((*got)[0], RowsOfSlices(*whole, x, slices), 0, 0), "");
       }
     }
   }
