@@ -165,17 +165,28 @@ void Evaluator::PackConvWeights(const ir::Node& node) {
   auto widened = widened_constants_.find(wv);
   const Tensor& w = widened != widened_constants_.end() ? widened->second : *wv->constant();
   if (w.dtype() != DType::kFloat32 || w.rank() < 3 || w.rank() > 5) return;
-  // The packing reads channels, groups and the kernel's volume only (PackConvF32Weights), except
-  // where ConvF32PackingDependsOnExtents: those convolutions pack on each run, with their
-  // extents.
-  const int64_t group = node.attrs<ir::ConvAttrs>().group;
+  // The packing reads channels, groups, the kernel's extents, strides and dilations only
+  // (PackConvF32Weights), except where ConvF32PackingDependsOnExtents: those convolutions pack on
+  // each run, with their extents.
+  const ir::ConvAttrs& attrs = node.attrs<ir::ConvAttrs>();
+  const int64_t group = attrs.group;
   if (group < 1 || w.dim(0) % group != 0) return;  // the kernel reports the error
   ConvF32Params p;
   p.out_channels = w.dim(0);
   p.in_channels = w.dim(1) * group;
   p.groups = group;
+  p.winograd = !options_.on_observe;  // as the Conv op sets it (ops/nn_conv.cc)
   p.kernel = {1, 1, 1};
-  for (int64_t a = 2; a < w.rank(); ++a) p.kernel[a - 2 + (5 - w.rank())] = w.dim(a);
+  const int64_t spatial = w.rank() - 2;
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t at = 3 - spatial + i;  // right aligned, as the kernel has them
+    p.kernel[at] = w.dim(2 + i);
+    // Attributes of the wrong length: left at 1 (the kernel reports them when it runs).
+    if (static_cast<int64_t>(attrs.strides.size()) == spatial) p.stride[at] = attrs.strides[i];
+    if (static_cast<int64_t>(attrs.dilations.size()) == spatial) {
+      p.dilation[at] = attrs.dilations[i];
+    }
+  }
   const bool for_extents = ConvF32PackingDependsOnExtents(p);
   if (for_extents && !StaticConvExtents(node, p)) return;  // packed on each run
   std::vector<float> packed = PackConvF32Weights(p, w.data<float>());

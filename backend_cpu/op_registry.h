@@ -28,7 +28,8 @@ struct OpContext {
   absl::Span<const Tensor> inputs;  // an undefined Tensor for an omitted optional input
   absl::Span<Tensor> outputs;
   int num_threads = 1;
-  /// Where Observe nodes report (calibration); null: Observe does nothing.
+  /// Where Observe nodes report (calibration); null: Observe does nothing. Set, Conv also keeps
+  /// to direct sums (ConvF32Params::winograd false), so the statistics do not depend on the CPU.
   const ObserveFn* observe = nullptr;
   /// Conv with a constant W: W packed once by the evaluator (kernels/conv.h's
   /// PackConvF32Weights), or null.

@@ -51,6 +51,8 @@ absl::Status RunConv(OpContext& ctx) {
   p.in_channels = x.dim(1);
   p.out_channels = w.dim(0);
   p.groups = a.group;
+  // Observed runs (calibration) sum each output directly, on every CPU the same statistics.
+  p.winograd = ctx.observe == nullptr;
   QCC_RETURN_IF_ERROR(FillWindow(ctx, *spec, in, SpatialDims(y), pad_begin, p));
   QCC_ASSIGN_OR_RETURN(p.activation, FusedActivationOf(ctx, a));
   if (ctx.residual != nullptr) {

@@ -31,6 +31,12 @@ struct ConvF32Params {
   /// ConvF32 and ConvF32WithPacked take it; the AVX-512 microkernels add it in their epilogue,
   /// the other paths in a pass over y after the convolution. It may not overlap x or y.
   const float* residual = nullptr;
+  /// Lets the AVX-512 path run 3x3 stride-1 convolutions as Winograd F(2x2, 3x3): 2.25x fewer
+  /// multiply-adds, rounded differently (within 1e-4 of the exact sum in the tests). False keeps
+  /// every output the bias plus one multiply-add per (channel, tap), the sum the AVX2 path also
+  /// computes, so results do not depend on which of the two this CPU runs (calibration's
+  /// statistics). The packing depends on it.
+  bool winograd = true;
 
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
@@ -58,8 +64,9 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
              float* workspace);
 
 /// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
-/// w as it is (depthwise, or neither AVX-512 nor AVX2). They depend on channels, groups and the
-/// kernel's volume only, not on batch, extents or threads, unless
+/// w as it is (depthwise, or neither AVX-512 nor AVX2). They depend on channels, groups, the
+/// kernel's extents, strides and dilations only (the AVX-512 path packs 3x3 stride-1 kernels for
+/// its Winograd transform), not on batch, extents, pads or threads, unless
 /// ConvF32PackingDependsOnExtents(p). For ConvF32WithPacked on convolutions of the same weights.
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
 /// True when the packing of p's weights on this CPU also depends on the extents, strides and

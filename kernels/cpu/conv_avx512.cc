@@ -47,6 +47,8 @@ constexpr int64_t kColFloatsPerThread = int64_t{1} << 17;
 constexpr int64_t kColBandFloats = int64_t{1} << 14;
 
 using internal::Activate;
+using internal::ClampBelow;
+using internal::ClampsBelowOnly;
 using internal::OddLineStride;
 
 /// The lanes of a tile's vectors of positions that are inside y: vector v's 16 bits at bit 16v.
@@ -228,12 +230,26 @@ Geometry GeometryOf(const ConvF32Params& p) {
   if (rc != nullptr) {                                                                      \
     QCC_RES(0) QCC_RES(1) QCC_RES(2) QCC_RES(3) QCC_RES(4) QCC_RES(5) QCC_RES(6) QCC_RES(7) \
   }
-// Applies `act` (null: none) to the block, once per tile after the whole K loop.
-#define QCC_ACT_ALL                                                                         \
-  if (act != nullptr) {                                                                     \
-    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);                \
-    const __m512 slope = _mm512_set1_ps(act->negative_slope);                               \
-    QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7) \
+#define QCC_CLAMP(r)                                \
+  if (r < MR) {                                     \
+    c##r##0 = ClampBelow(c##r##0, lo);              \
+    if (NV > 1) c##r##1 = ClampBelow(c##r##1, lo);  \
+    if (NV > 2) c##r##2 = ClampBelow(c##r##2, lo);  \
+  }
+// Applies `act` (null: none) to the block, once per tile after the whole K loop; a ReLU as one
+// max a register (ClampBelow; the four operations of Activate were a tenth of the FP work of
+// a tile with K = 16).
+#define QCC_ACT_ALL                                                                           \
+  if (act != nullptr) {                                                                       \
+    const __m512 lo = _mm512_set1_ps(act->lo);                                                \
+    if (ClampsBelowOnly(*act)) {                                                              \
+      QCC_CLAMP(0)                                                                            \
+      QCC_CLAMP(1) QCC_CLAMP(2) QCC_CLAMP(3) QCC_CLAMP(4) QCC_CLAMP(5) QCC_CLAMP(6) QCC_CLAMP(7) \
+    } else {                                                                                  \
+      const __m512 hi = _mm512_set1_ps(act->hi);                                              \
+      const __m512 slope = _mm512_set1_ps(act->negative_slope);                               \
+      QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7)   \
+    }                                                                                         \
   }
 #define QCC_STORE(r)                                                  \
   if (r < MR) {                                                       \
@@ -327,6 +343,7 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 #undef QCC_FMA_ALL
 #undef QCC_STORE
 #undef QCC_ACT
+#undef QCC_CLAMP
 #undef QCC_ACT_ALL
 #undef QCC_STORE_ALL
 
@@ -529,12 +546,17 @@ bool ConvF32Avx512PackingDependsOnExtents(const ConvF32Params& p) {
 }
 
 int64_t ConvF32Avx512PackedSize(const ConvF32Params& p) {
+  if (internal::UseWinogradAvx512(p)) return internal::WinogradPackedSizeAvx512(p);
   if (internal::UseTransposedAvx512(p)) return internal::TransposedPackedSizeAvx512(p);
   const Geometry g = GeometryOf(p);
   return p.groups * g.m_blocks * kMr * g.k;
 }
 
 void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
+  if (internal::UseWinogradAvx512(p)) {
+    internal::PackWinogradAvx512(p, w, packed);
+    return;
+  }
   if (internal::UseTransposedAvx512(p)) {
     internal::PackTransposedAvx512(p, w, packed);
     return;
@@ -543,6 +565,7 @@ void PackConvF32Avx512(const ConvF32Params& p, const float* w, float* packed) {
 }
 
 int64_t ConvF32Avx512ColumnsSize(const ConvF32Params& p) {
+  if (internal::UseWinogradAvx512(p)) return internal::WinogradScratchSizeAvx512(p);
   if (internal::UseTransposedAvx512(p)) return 0;
   const Geometry g = GeometryOf(p);
   const int64_t col = g.pointwise || g.implicit ? 0
@@ -564,6 +587,10 @@ void ConvF32Im2colAvx512(const ConvF32Params& p, const float* x, const float* w,
 
 void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const float* packed,
                                const float* bias, float* y, float* columns) {
+  if (internal::UseWinogradAvx512(p)) {
+    internal::ConvF32WinogradAvx512(p, x, packed, bias, y, columns);
+    return;
+  }
   if (internal::UseTransposedAvx512(p)) {
     internal::ConvF32PointwiseTransposedAvx512(p, x, packed, bias, y);
     return;

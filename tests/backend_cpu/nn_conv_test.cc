@@ -292,10 +292,10 @@ TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
 
 // An empty convolution (no images, or no output channels) gives an empty result on every
 // kernel path and thread count: sizes, packing and the run itself (no division by zero).
-// PackConvF32Weights's contract: what it packs from channels, groups and the kernel's volume
-// alone (as the evaluator calls it, before it knows extents) is what it packs with a case's
-// extents, strides and pads, except where ConvF32PackingDependsOnExtents says otherwise (there
-// the evaluator packs for the graph's static extents, or not ahead at all).
+// PackConvF32Weights's contract: what it packs from channels, groups, the kernel, strides and
+// dilations alone (as the evaluator calls it, before it knows extents: the attributes only) is
+// what it packs with a case's extents and pads, except where ConvF32PackingDependsOnExtents says
+// otherwise (there the evaluator packs for the graph's static extents, or not ahead at all).
 TEST(NnConvTest, PackingDependsOnExtentsOnlyWhereItSays) {
   int compared = 0;
   for (const ConvCase& cc : Cases()) {
@@ -307,6 +307,8 @@ TEST(NnConvTest, PackingDependsOnExtentsOnlyWhereItSays) {
     bare.out_channels = p.out_channels;
     bare.groups = p.groups;
     bare.kernel = p.kernel;
+    bare.stride = p.stride;
+    bare.dilation = p.dilation;
     if (cpu::ConvF32PackingDependsOnExtents(bare)) continue;
     const Tensor w = RandomF32(NcPlus(cc.m, cc.c / cc.group, cc.kernel), 2);
     EXPECT_EQ(cpu::PackConvF32Weights(bare, w.data<float>()),
