@@ -45,23 +45,30 @@ std::vector<Piece> RunAndCheck(int threads, int64_t n, int pieces_per_thread = 1
   return pieces;
 }
 
+/// Checks that sorted `pieces` tile [0, n) in runs of `chunk` (the last shorter), each on a
+/// thread index in [0, threads).
+void ExpectContiguous(const std::vector<Piece>& pieces, int64_t n, int64_t chunk, int threads) {
+  int64_t expect_begin = 0;
+  for (const Piece& p : pieces) {
+    EXPECT_EQ(p.begin, expect_begin);
+    EXPECT_LT(p.begin, p.end);
+    EXPECT_EQ(p.end, std::min(n, p.begin + chunk));
+    EXPECT_GE(p.thread, 0);
+    EXPECT_LT(p.thread, threads);
+    expect_begin = p.end;
+  }
+  EXPECT_EQ(expect_begin, n);
+}
+
 TEST(ThreadPoolTest, VisitsEveryIndexOnceInContiguousPieces) {
   for (int threads : {1, 2, 3, 4, 7, 16}) {
     for (int64_t n : {0, 1, 2, 3, 5, 7, 8, 15, 16, 17, 100, 1000, 100003}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " threads=" << threads);
       const std::vector<Piece> pieces = RunAndCheck(threads, n);
       const int64_t used = std::min<int64_t>(threads, n);
       const int64_t chunk = used > 0 ? (n + used - 1) / used : 0;
       EXPECT_LE(static_cast<int64_t>(pieces.size()), used);
-      int64_t expect_begin = 0;
-      for (const Piece& p : pieces) {
-        EXPECT_EQ(p.begin, expect_begin) << "n=" << n << " threads=" << threads;
-        EXPECT_LT(p.begin, p.end);
-        EXPECT_EQ(p.end, std::min(n, p.begin + chunk));
-        EXPECT_GE(p.thread, 0);
-        EXPECT_LT(p.thread, threads);
-        expect_begin = p.end;
-      }
-      EXPECT_EQ(expect_begin, n);
+      ExpectContiguous(pieces, n, chunk, threads);
     }
   }
 }
@@ -72,21 +79,13 @@ TEST(ThreadPoolTest, FinerPiecesVisitEveryIndexOnce) {
   for (int threads : {1, 2, 3, 4}) {
     for (int per_thread : {2, 4}) {
       for (int64_t n : {1, 2, 5, 8, 9, 17, 100, 1000}) {
+        SCOPED_TRACE(testing::Message() << "n=" << n << " threads=" << threads << " x"
+                                        << per_thread);
         const std::vector<Piece> pieces = RunAndCheck(threads, n, per_thread);
         const int64_t want = threads == 1 ? 1 : std::min<int64_t>(threads * per_thread, n);
         const int64_t chunk = (n + want - 1) / want;
         EXPECT_EQ(static_cast<int64_t>(pieces.size()), (n + chunk - 1) / chunk);
-        int64_t expect_begin = 0;
-        for (const Piece& p : pieces) {
-          SCOPED_TRACE(testing::Message() << "n=" << n << " threads=" << threads << " x"
-                                          << per_thread);
-          EXPECT_EQ(p.begin, expect_begin);
-          EXPECT_EQ(p.end, std::min(n, p.begin + chunk));
-          EXPECT_GE(p.thread, 0);
-          EXPECT_LT(p.thread, threads);
-          expect_begin = p.end;
-        }
-        EXPECT_EQ(expect_begin, n);
+        ExpectContiguous(pieces, n, chunk, threads);
       }
     }
   }
