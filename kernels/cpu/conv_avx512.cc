@@ -49,7 +49,6 @@ constexpr int64_t kColBandFloats = int64_t{1} << 14;
 using internal::Activate;
 using internal::ClampBelow;
 using internal::ClampsBelowOnly;
-using internal::kConvPiecesPerThread;
 using internal::OddLineStride;
 
 /// The lanes of a tile's vectors of positions that are inside y: vector v's 16 bits at bit 16v.
@@ -699,8 +698,7 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
             }
           }
         }
-      },
-      kConvPiecesPerThread);
+      });
 }
 
 }  // namespace qcc::cpu

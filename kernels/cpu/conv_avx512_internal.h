@@ -16,10 +16,6 @@
 
 namespace qcc::cpu::internal {
 
-/// Pieces a thread's share of a convolution is cut into (NnParallelFor): a thread that the
-/// machine delays leaves its unclaimed pieces to the others.
-inline constexpr int kConvPiecesPerThread = 4;
-
 /// The fused activation on one register (see ActivationF32): NaN lanes stay NaN, because
 /// max/min return their second operand when either is NaN.
 QCC_AVX512 inline __m512 Activate(__m512 v, __m512 lo, __m512 hi, __m512 slope) {

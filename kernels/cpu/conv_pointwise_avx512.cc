@@ -258,8 +258,7 @@ void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, co
             n0 += np;
           }
         }
-      },
-      kConvPiecesPerThread);
+      });
 }
 
 }  // namespace qcc::cpu::internal

@@ -372,7 +372,7 @@ void ConvF32WinogradAvx512(const ConvF32Params& p, const float* x, const float* 
       RunPiece(g, p, x, packed, bias, y, block, mb0, mb1, u > begin && mc > 0,
                scratch + thread * per_thread);
     }
-  }, kConvPiecesPerThread);
+  });
 }
 
 }  // namespace qcc::cpu::internal

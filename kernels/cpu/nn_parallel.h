@@ -20,12 +20,9 @@ inline constexpr int64_t kMinParallelWork = 1 << 15;
 /// threads (the caller's thread takes part). Uses fewer threads when `n * cost_per_item` gives
 /// a thread less than kMinParallelWork, and runs inline when one suffices. A callable taking a
 /// third int argument also gets the piece's thread index in [0, num_threads), for per-thread
-/// scratch. `pieces_per_thread` > 1 cuts [0, n) finer, the threads claiming pieces in turn (a
-/// thread may then run several: per-thread scratch must not carry over between pieces). Nested
-/// calls run inline (see thread_pool.h).
+/// scratch. Nested calls run inline (see thread_pool.h).
 template <typename Fn>
-void NnParallelFor(int num_threads, int64_t n, int64_t cost_per_item, Fn&& fn,
-                   int pieces_per_thread = 1) {
+void NnParallelFor(int num_threads, int64_t n, int64_t cost_per_item, Fn&& fn) {
   int64_t threads = std::min<int64_t>(num_threads, n);
   threads = std::min<int64_t>(threads, std::max<int64_t>(1, n * cost_per_item / kMinParallelWork));
   if (threads <= 1) {
@@ -45,7 +42,7 @@ void NnParallelFor(int num_threads, int64_t n, int64_t cost_per_item, Fn&& fn,
       fn(begin, end);
     }
     CleanUpperVectorState();
-  }, pieces_per_thread);
+  });
 }
 
 /// NnParallelFor over the elements [0, n) of a streaming kernel, in pieces that start at

@@ -19,21 +19,16 @@ thread_local bool t_in_parallel_region = false;
 /// evaluator's bookkeeping between two kernels, short enough not to steal a core for long.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
 
-/// The job state is one atomic word: generation << 32 | participants << 22 | pieces << 11 |
-/// next unclaimed piece. A participant claims a piece by incrementing `next` while the
-/// generation is the one it was woken for, so a worker that wakes late can never touch a
-/// finished job.
-constexpr int kPieceBits = 11;
-constexpr int kMaxPieces = (1 << kPieceBits) - 1;
-constexpr uint64_t Pack(uint32_t gen, int threads, int pieces, int next) {
-  return static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(threads) << (2 * kPieceBits) |
-         static_cast<uint64_t>(pieces) << kPieceBits | static_cast<uint64_t>(next);
+/// The job state is one atomic word: generation << 32 | pieces << 16 | next unclaimed piece.
+/// A participant claims a piece by incrementing `next` while the generation is the one it was
+/// woken for, so a worker that wakes late can never touch a finished job.
+constexpr uint64_t Pack(uint32_t gen, int pieces, int next) {
+  return static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(pieces) << 16 |
+         static_cast<uint64_t>(next);
 }
 constexpr uint32_t GenOf(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
-constexpr int ThreadsOf(uint64_t s) { return static_cast<int>((s >> (2 * kPieceBits)) & 0x3ff); }
-constexpr int PiecesOf(uint64_t s) { return static_cast<int>((s >> kPieceBits) & kMaxPieces); }
-constexpr int NextOf(uint64_t s) { return static_cast<int>(s & kMaxPieces); }
-static_assert(kMaxParallelThreads < 0x3ff);
+constexpr int PiecesOf(uint64_t s) { return static_cast<int>((s >> 16) & 0xffff); }
+constexpr int NextOf(uint64_t s) { return static_cast<int>(s & 0xffff); }
 
 class Pool {
  public:
@@ -43,19 +38,18 @@ class Pool {
     return *pool;
   }
 
-  /// Runs `pieces` (2 or more, none empty) pieces of [0, n) on the caller and threads - 1 pool
-  /// workers (2 <= threads <= pieces); false (having run nothing) when another thread's job
-  /// holds the pool.
-  bool TryRun(int threads, int pieces, int64_t n, PieceFn fn) {
+  /// Runs `pieces` (2 or more, none empty) pieces of [0, n) on the caller and pool workers; false
+  /// (having run nothing) when another thread's job holds the pool.
+  bool TryRun(int pieces, int64_t n, PieceFn fn) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
-    EnsureWorkers(threads - 1);
+    EnsureWorkers(pieces - 1);
     fn_ = &fn;
     n_ = n;
     chunk_ = (n + pieces - 1) / pieces;
     done_.store(0, std::memory_order_relaxed);
     const uint32_t gen = GenOf(state_.load(std::memory_order_relaxed)) + 1;
-    state_.store(Pack(gen, threads, pieces, 0), std::memory_order_seq_cst);
+    state_.store(Pack(gen, pieces, 0), std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(sleep_mu_); }
       wake_.notify_all();
@@ -139,7 +133,7 @@ class Pool {
     for (;;) {
       const uint64_t s = WaitForJob(seen, spin);
       seen = GenOf(s);
-      if (id < ThreadsOf(s)) RunPieces(seen, id);
+      if (id < PiecesOf(s)) RunPieces(seen, id);
     }
   }
 
@@ -165,20 +159,16 @@ void RunInline(int pieces, int64_t n, PieceFn fn) {
 
 }  // namespace
 
-void ParallelFor(int num_threads, int64_t n, PieceFn fn, int pieces_per_thread) {
+void ParallelFor(int num_threads, int64_t n, PieceFn fn) {
   if (n <= 0) return;
   const int64_t threads = std::min<int64_t>({std::max(1, num_threads), n, kMaxParallelThreads});
-  const int64_t want = std::min<int64_t>({threads * std::max(1, pieces_per_thread), n, kMaxPieces});
-  const int64_t chunk = (n + want - 1) / want;
+  const int64_t chunk = (n + threads - 1) / threads;
   const int pieces = static_cast<int>((n + chunk - 1) / chunk);  // none of them empty
-  if (threads == 1 || pieces == 1) {
+  if (pieces == 1) {
     fn(0, n, 0);
     return;
   }
-  if (t_in_parallel_region ||
-      !Pool::Get().TryRun(static_cast<int>(std::min<int64_t>(threads, pieces)), pieces, n, fn)) {
-    RunInline(pieces, n, fn);
-  }
+  if (t_in_parallel_region || !Pool::Get().TryRun(pieces, n, fn)) RunInline(pieces, n, fn);
 }
 
 int ThreadPoolWorkerCount() { return Pool::Get().worker_count(); }

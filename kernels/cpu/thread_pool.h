@@ -21,15 +21,11 @@ namespace qcc::cpu {
 inline constexpr int kMaxParallelThreads = 256;
 
 /// Calls fn(begin, end, thread) for the contiguous, non-empty pieces of [0, n) of
-/// ceil(n / min(num_threads * pieces_per_thread, n)) indices each (the last may be shorter), on
-/// up to num_threads threads that claim them in turn: with more pieces than threads, a thread
-/// that a busy machine delays (or that started late) leaves the pieces it has not claimed to the
-/// others. Each piece runs exactly once; pieces that share a thread index never run at the same
-/// time, so `thread`, in [0, num_threads), can select per-thread scratch (but a thread may run
-/// several pieces). Returns when every piece has finished. n <= 0 calls nothing; one thread or
-/// one piece runs inline on the caller, every piece in order.
-void ParallelFor(int num_threads, int64_t n, absl::FunctionRef<void(int64_t, int64_t, int)> fn,
-                 int pieces_per_thread = 1);
+/// ceil(n / min(num_threads, n)) indices each (the last may be shorter). Each piece runs exactly
+/// once; pieces that share a thread index never run at the same time, so `thread`, in
+/// [0, num_threads), can select per-thread scratch. Returns when every piece has finished.
+/// n <= 0 calls nothing; a single piece runs inline on the caller.
+void ParallelFor(int num_threads, int64_t n, absl::FunctionRef<void(int64_t, int64_t, int)> fn);
 
 /// Worker threads the pool has started so far (they are never stopped); for tests.
 int ThreadPoolWorkerCount();
