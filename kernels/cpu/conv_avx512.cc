@@ -230,26 +230,26 @@ Geometry GeometryOf(const ConvF32Params& p) {
   if (rc != nullptr) {                                                                      \
     QCC_RES(0) QCC_RES(1) QCC_RES(2) QCC_RES(3) QCC_RES(4) QCC_RES(5) QCC_RES(6) QCC_RES(7) \
   }
-#define QCC_CLAMP(r)                                \
-  if (r < MR) {                                     \
-    c##r##0 = ClampBelow(c##r##0, lo);              \
-    if (NV > 1) c##r##1 = ClampBelow(c##r##1, lo);  \
-    if (NV > 2) c##r##2 = ClampBelow(c##r##2, lo);  \
+#define QCC_CLAMP(r)                               \
+  if (r < MR) {                                    \
+    c##r##0 = ClampBelow(c##r##0, lo);             \
+    if (NV > 1) c##r##1 = ClampBelow(c##r##1, lo); \
+    if (NV > 2) c##r##2 = ClampBelow(c##r##2, lo); \
   }
 // Applies `act` (null: none) to the block, once per tile after the whole K loop; a ReLU as one
 // max a register (ClampBelow; the four operations of Activate were a tenth of the FP work of
 // a tile with K = 16).
-#define QCC_ACT_ALL                                                                           \
-  if (act != nullptr) {                                                                       \
-    const __m512 lo = _mm512_set1_ps(act->lo);                                                \
-    if (ClampsBelowOnly(*act)) {                                                              \
-      QCC_CLAMP(0)                                                                            \
+#define QCC_ACT_ALL                                                                              \
+  if (act != nullptr) {                                                                          \
+    const __m512 lo = _mm512_set1_ps(act->lo);                                                   \
+    if (ClampsBelowOnly(*act)) {                                                                 \
+      QCC_CLAMP(0)                                                                               \
       QCC_CLAMP(1) QCC_CLAMP(2) QCC_CLAMP(3) QCC_CLAMP(4) QCC_CLAMP(5) QCC_CLAMP(6) QCC_CLAMP(7) \
-    } else {                                                                                  \
-      const __m512 hi = _mm512_set1_ps(act->hi);                                              \
-      const __m512 slope = _mm512_set1_ps(act->negative_slope);                               \
-      QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7)   \
-    }                                                                                         \
+    } else {                                                                                     \
+      const __m512 hi = _mm512_set1_ps(act->hi);                                                 \
+      const __m512 slope = _mm512_set1_ps(act->negative_slope);                                  \
+      QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7)    \
+    }                                                                                            \
   }
 #define QCC_STORE(r)                                                  \
   if (r < MR) {                                                       \

@@ -49,7 +49,7 @@ constexpr int64_t kMaxRuns = 16;     // runs of lanes within one tile row, per v
 
 struct Geometry {
   int64_t c, m, m_blocks;
-  int64_t images;  // batch x output depth: 2-D convolutions of the same weights
+  int64_t images;                      // batch x output depth: 2-D convolutions of the same weights
   int64_t depth, in_depth, pad_front;  // output slice z reads input slice z - pad_front
   int64_t ih, iw, oh, ow, pad_top, pad_left;
   int64_t tiles_w, tiles_image, tiles, blocks;
@@ -106,7 +106,7 @@ struct Run {
   // Output: position k of the interleaved row pair (tile lane k / 2, column k % 2) is column
   // out_col + k; the masks keep this run's positions inside the row, for the two halves.
   __mmask16 out_masks[2];
-  bool full;  // every lane of the vector
+  bool full;             // every lane of the vector
   int64_t batch, slice;  // the image: (batch, output depth slice)
   int64_t tile_row, in_col, out_col;
 };
@@ -145,8 +145,7 @@ Runs RunsOf(const Geometry& g, int64_t t0, int64_t n) {
 /// floats apart, from `v`. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], rows then columns.
 QCC_AVX512 void TransformInput(const Geometry& g, const float* x, const Runs& runs, int64_t c,
                                float* v, int64_t point_stride) {
-  const __m512i even =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   // e[r][j]: input row r of the patches after the column transform.
   __m512 e[4][4];
@@ -238,10 +237,8 @@ QCC_AVX512 void TransformOutput(const Geometry& g, const float* pt, int64_t poin
   const __m512 slope = act != nullptr ? _mm512_set1_ps(act->negative_slope) : _mm512_setzero_ps();
   const bool clamp_below = act != nullptr && ClampsBelowOnly(*act);
   for (int a = 0; a < 2; ++a) {
-    const __m512 y0 =
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(t[a][0], t[a][1]), t[a][2]), b);
-    const __m512 y1 =
-        _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
+    const __m512 y0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(t[a][0], t[a][1]), t[a][2]), b);
+    const __m512 y1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
     const __m512 halves[2] = {_mm512_permutex2var_ps(y0, lo_idx, y1),
                               _mm512_permutex2var_ps(y0, hi_idx, y1)};
     for (int s = 0; s < runs.count; ++s) {
@@ -273,7 +270,7 @@ QCC_AVX512 void TransformOutput(const Geometry& g, const float* pt, int64_t poin
 QCC_AVX512 void RunPiece(const Geometry& g, const ConvF32Params& p, const float* x,
                          const float* packed, const float* bias, float* y, int64_t block,
                          int64_t mb0, int64_t mb1, bool transformed, float* scratch) {
-  float* v = scratch;                               // [xi][c][kBlockTiles]
+  float* v = scratch;                                 // [xi][c][kBlockTiles]
   float* products = v + kPoints * g.c * kBlockTiles;  // [xi][kMr][kBlockTiles]
   const int64_t t0 = block * kBlockTiles, n = std::min(kBlockTiles, g.tiles - t0);
   const int nv = n > 16 ? 2 : 1;
@@ -312,8 +309,7 @@ QCC_AVX512 void RunPiece(const Geometry& g, const ConvF32Params& p, const float*
 bool UseWinogradAvx512(const ConvF32Params& p) {
   return p.winograd && p.groups == 1 && p.kernel[0] == 1 && p.kernel[1] == 3 && p.kernel[2] == 3 &&
          p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1 && p.dilation[1] == 1 &&
-         p.dilation[2] == 1 && p.in_channels >= kMinChannels &&
-         p.out_channels >= kMinChannels;
+         p.dilation[2] == 1 && p.in_channels >= kMinChannels && p.out_channels >= kMinChannels;
 }
 
 int64_t WinogradPackedSizeAvx512(const ConvF32Params& p) {

@@ -114,12 +114,27 @@ TEST(NnConvWinogradTest, TakesThreeByThreeStrideOneConvolutionsOfEightChannelsOr
       {"8 in and out", true, [](ConvCase& c) { c.c = c.m = 8; }},
       {"7 in", false, [](ConvCase& c) { c.c = 7; }},
       {"4 out", false, [](ConvCase& c) { c.m = 4; }},
-      {"stride 2", false, [](ConvCase& c) { c.strides = {2, 2}; }},
-      {"stride 1x2", false, [](ConvCase& c) { c.strides = {1, 2}; }},
-      {"dilation", false, [](ConvCase& c) { c.dilations = {2, 2}; }},
+      {"stride 2", false,
+       [](ConvCase& c) {
+         c.strides = {2, 2};
+       }},
+      {"stride 1x2", false,
+       [](ConvCase& c) {
+         c.strides = {1, 2};
+       }},
+      {"dilation", false,
+       [](ConvCase& c) {
+         c.dilations = {2, 2};
+       }},
       {"groups", false, [](ConvCase& c) { c.group = 2; }},
-      {"5x5", false, [](ConvCase& c) { c.kernel = {5, 5}; }},
-      {"3x1", false, [](ConvCase& c) { c.kernel = {3, 1}; }},
+      {"5x5", false,
+       [](ConvCase& c) {
+         c.kernel = {5, 5};
+       }},
+      {"3x1", false,
+       [](ConvCase& c) {
+         c.kernel = {3, 1};
+       }},
       {"1-D", false,
        [](ConvCase& c) {
          c.in = {8};
@@ -173,8 +188,7 @@ std::vector<WinogradCase> WinogradCases() {
       {{"squeezenet_13x13", 2, 48, 40, 1, {13, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}}, relu},
       {{"odd_55_wide", 1, 16, 24, 1, {9, 55}, {3, 3}, {}, {}, {1, 1, 1, 1}}, relu},
       // Output channels not a multiple of 8, no bias, other activations.
-      {{"channel_tail_no_bias", 2, 9, 13, 1, {7, 10}, {3, 3}, {}, {}, {1, 1, 1, 1}, false},
-       leaky},
+      {{"channel_tail_no_bias", 2, 9, 13, 1, {7, 10}, {3, 3}, {}, {}, {1, 1, 1, 1}, false}, leaky},
       {{"clip_residual", 1, 12, 20, 1, {6, 33}, {3, 3}, {}, {}, {1, 1, 1, 1}}, clip, true},
       // Pads: none (an output smaller than the input), asymmetric, wider than the kernel's.
       {{"no_pad", 2, 8, 8, 1, {10, 11}, {3, 3}}, {}},
@@ -271,9 +285,9 @@ TEST(NnConvWinogradTest, WinogradFalseKeepsTheDirectSum) {
   cpu::ConvF32(o.p, o.x.data<float>(), o.w.data<float>(), o.bias(), b.data<float>(), ws.data());
   EXPECT_EQ(CompareTensors(a, b, 1e-4, 1e-4), "");
   EXPECT_NE(CompareTensors(a, b, 0, 0), "") << "the same bits: is either path running?";
-  EXPECT_NE(CompareTensors(a, WinogradTranscription(o.p, o.x.data<float>(), o.w.data<float>(),
-                                                    o.bias(), dims),
-                           0, 0),
+  EXPECT_NE(CompareTensors(
+                a, WinogradTranscription(o.p, o.x.data<float>(), o.w.data<float>(), o.bias(), dims),
+                0, 0),
             "");
 }
 
@@ -320,9 +334,8 @@ TEST(NnConvWinogradTest, ObservedEvaluatorRunsSumDirectly) {
   ir::Graph g;
   g.set_opset(21);
   ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 16, 8, 8}));
-  ir::Node* conv = g.AddNode(
-      ir::OpKind::kConv, "conv",
-      {x, g.NewConstant("w", o.w), g.NewConstant("b", o.b)}, {"y"});
+  ir::Node* conv = g.AddNode(ir::OpKind::kConv, "conv",
+                             {x, g.NewConstant("w", o.w), g.NewConstant("b", o.b)}, {"y"});
   ir::ConvAttrs a;
   a.pads = {1, 1, 1, 1};
   conv->set_attrs(a);
