@@ -47,6 +47,10 @@ constexpr int64_t kBlockTiles = 32;  // tiles per block: two vectors
 constexpr int64_t kMinChannels = 8;  // fewer, and the products are too short for their transforms
 constexpr int64_t kMaxRuns = 16;     // runs of lanes within one tile row, per vector
 
+/// Floats of one thread's scratch: a block's transformed input [xi][c][kBlockTiles] and its
+/// products [xi][kMr][kBlockTiles].
+int64_t ScratchFloatsPerThread(int64_t c) { return kPoints * (c + kMr) * kBlockTiles; }
+
 struct Geometry {
   int64_t c, m, m_blocks;
   int64_t images;                      // batch x output depth: 2-D convolutions of the same weights
@@ -351,15 +355,14 @@ void WinogradKernelTransform(const float* g, float* u) {
 }
 
 int64_t WinogradScratchSizeAvx512(const ConvF32Params& p) {
-  const int64_t per_thread = kPoints * (p.in_channels + kMr) * kBlockTiles;
-  return per_thread * std::max(1, p.num_threads);
+  return ScratchFloatsPerThread(p.in_channels) * std::max(1, p.num_threads);
 }
 
 void ConvF32WinogradAvx512(const ConvF32Params& p, const float* x, const float* packed,
                            const float* bias, float* y, float* scratch) {
   const Geometry g = GeometryOf(p);
   if (g.tiles == 0 || g.m == 0) return;
-  const int64_t per_thread = kPoints * (g.c + kMr) * kBlockTiles;
+  const int64_t per_thread = ScratchFloatsPerThread(g.c);
   const int64_t cost = g.m_chunk_blocks * kMr * g.c * kBlockTiles * 2;
   NnParallelFor(p.num_threads, g.units(), cost, [&](int64_t begin, int64_t end, int thread) {
     for (int64_t u = begin; u < end; ++u) {
