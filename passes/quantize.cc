@@ -567,10 +567,46 @@ absl::StatusOr<QuantDecision> AssignPrecision(const ir::Graph& graph,
     }
     return false;
   };
+  // A tensor that only an int8-capable Concat reads is quantized with the Concat's output
+  // parameters (TensorRT's concat scale unification): the Concat then copies it unchanged, or
+  // not at all when it is computed in its slice of the output (the CPU lowering's
+  // ConcatSlices), and its producer rounds once, to the grid the Concat would have requantized
+  // it to. The Concat's range contains its inputs' (min/max of the joined values), so nothing
+  // that was in range saturates; where the Concat would stay in float it is left alone.
+  absl::flat_hash_set<const ir::Value*> graph_outputs(graph.outputs().begin(),
+                                                      graph.outputs().end());
+  auto range_source = [&](const ir::Value* v) {
+    for (int hops = 0; !qdq_model && hops < 64; ++hops) {
+      const ir::Node* concat = nullptr;
+      int readers = 0;
+      for (const ir::Use& u : v->uses()) {
+        if (u.node->kind() == OpKind::kObserve) continue;
+        ++readers;
+        concat = u.node;
+      }
+      if (readers != 1 || concat->kind() != OpKind::kConcat || v->producer() == nullptr ||
+          graph_outputs.contains(v) || IsExcluded(excluded, *concat) ||
+          !Int8Blocker(*concat).empty() || ranges.count(concat->output(0)->name()) == 0) {
+        break;
+      }
+      bool ranged = true;
+      for (const ir::Value* in : concat->inputs()) {
+        ranged &= in != nullptr && ranges.count(in->name()) > 0;
+      }
+      if (!ranged) break;
+      v = concat->output(0);
+    }
+    return v;
+  };
   auto params_of = [&](const ir::Value* v) -> std::optional<QuantParams> {
     auto known = d.params.find(v);
     if (known != d.params.end()) return known->second;
     if (const QuantParams* given = v->given_quant()) return *given;
+    if (const ir::Value* joined = range_source(v); joined != v) {
+      auto it = d.params.find(joined);
+      if (it != d.params.end()) return it->second;
+      v = joined;
+    }
     const bool zero_point = gemm_input(v);
     auto it = ranges.find(v->name());
     if (it == ranges.end()) return std::nullopt;

@@ -538,7 +538,8 @@ void RunQConcat(const QConcatState& s, const StepRunContext& c) {
       for (size_t i = 0; i < n; ++i) {
         const int8_t* src = c.in<int8_t>(i) + o * chunk[i];
         if (s.copy[i]) {
-          std::memcpy(dst, src, chunk[i]);
+          // An input computed in place (already in its slice) is not copied onto itself.
+          if (src != dst) std::memcpy(dst, src, chunk[i]);
         } else {
           cpu::RequantizeS8(s.rescale[i], chunk[i], src, dst, 1);
         }

@@ -343,6 +343,11 @@ absl::Status EnqueueConcat(const int64_t& axis, const DeviceRunContext& c) {
   int64_t offset = 0;
   for (size_t i = 0; i < c.step->inputs.size(); ++i) {
     const int64_t chunk = c.in_elements(i) / outer;
+    // An input computed in place (its slice of the output, a batch-1 plan's concat) is there.
+    if (outer == 1 && c.in<uint8_t>(i) == c.out<uint8_t>(0) + offset * 4) {
+      offset += chunk;
+      continue;
+    }
     const kc::ConcatArgs a{c.in<void>(i), c.out<void>(0), 4, chunk, out_row, offset};
     QCC_RETURN_IF_ERROR(Launch<kc::ConcatBody>(c, outer * chunk, a, "ConcatBody"));
     offset += chunk;

@@ -342,6 +342,12 @@ absl::Status EnqueueQConcat(const QConcatState& s, const DeviceRunContext& c) {
   int64_t offset = 0;
   for (size_t i = 0; i < c.step->inputs.size(); ++i) {
     const int64_t chunk = c.in_elements(i) / outer;
+    // An input computed in place (its slice of the output, a batch-1 plan's concat) is there.
+    const bool copy = s.p.multipliers[i] == 1.0f && s.p.zp_in[i] == s.p.zp_out;
+    if (copy && outer == 1 && c.in<int8_t>(i) == c.out<int8_t>(0) + offset) {
+      offset += chunk;
+      continue;
+    }
     kc::QConcatArgs a{c.in<int8_t>(i),
                       c.out<int8_t>(0),
                       chunk,

@@ -231,5 +231,62 @@ TEST(PassesQuantizeTest, AHardSwishInputSpendsNoLevelsBelowMinusThree) {
   EXPECT_FLOAT_EQ(d2->params.at(both->FindValue("c")).scale, 9.0f / 255.0f);
 }
 
+// x [1,1,2,2] -> Conv(w = 1) -> a, x -> Conv(w = 2) -> b, Concat(a, b) on channels -> y
+// (output); when `a_read_twice`, a is also a graph output.
+std::unique_ptr<ir::Graph> ConcatOfConvsGraph(bool a_read_twice) {
+  return BuildGraph([=](ir::Graph& g) {
+    ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat32, {1, 1, 2, 2}));
+    ir::Value* w1 =
+        g.NewConstant("w1", Tensor::FromVector<float>(DType::kFloat32, {1, 1, 1, 1}, {1}));
+    ir::Value* w2 =
+        g.NewConstant("w2", Tensor::FromVector<float>(DType::kFloat32, {1, 1, 1, 1}, {2}));
+    ir::Node* a = g.AddNode(OpKind::kConv, "conv_a", {x, w1}, {"a"});
+    ir::Node* b = g.AddNode(OpKind::kConv, "conv_b", {x, w2}, {"b"});
+    ir::Node* cat = g.AddNode(OpKind::kConcat, "concat", {a->output(0), b->output(0)}, {"y"});
+    cat->mutable_attrs<ir::AxisAttrs>().axis = 1;
+    g.AddOutput(cat->output(0));
+    if (a_read_twice) g.AddOutput(a->output(0));
+  });
+}
+
+TEST(PassesQuantizeTest, AConcatsInputsTakeItsOutputParameters) {
+  // Ranges as calibration gives them: the Concat's is the union of its inputs'.
+  const std::map<std::string, TensorRange> ranges = {
+      {"x", {-1, 1}}, {"a", {-1, 1}}, {"b", {-2, 2}}, {"y", {-2, 2}}};
+  for (const bool asymmetric : {false, true}) {
+    passes::QuantizeOptions options;
+    options.asymmetric = asymmetric;
+    auto g = ConcatOfConvsGraph(/*a_read_twice=*/false);
+    auto d = passes::AssignPrecision(*g, ranges, options);
+    ASSERT_TRUE(d.ok()) << d.status();
+    const passes::QuantParams y = d->params.at(g->FindValue("y"));
+    EXPECT_FLOAT_EQ(y.scale, asymmetric ? 4.0f / 255.0f : 2.0f / 127.0f);
+    for (const char* in : {"a", "b"}) {
+      const passes::QuantParams p = d->params.at(g->FindValue(in));
+      EXPECT_EQ(p.scale, y.scale) << in;
+      EXPECT_EQ(p.zero_point, y.zero_point) << in;
+    }
+    // conv_a requantizes straight to the Concat's grid: s_in * s_w / s_y.
+    const passes::QuantizedWeights& qa = d->weights.at(NodeNamed(*g, "conv_a"));
+    EXPECT_EQ(
+        qa.multiplier.data<float>()[0],
+        RequantMultiplier(d->params.at(g->FindValue("x")).scale, qa.weight_scales[0], y.scale));
+  }
+  // A tensor another reader needs keeps its own range.
+  auto twice = ConcatOfConvsGraph(/*a_read_twice=*/true);
+  auto d2 = passes::AssignPrecision(*twice, ranges, {});
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  EXPECT_FLOAT_EQ(d2->params.at(twice->FindValue("a")).scale, 1.0f / 127.0f);
+  EXPECT_FLOAT_EQ(d2->params.at(twice->FindValue("b")).scale, 2.0f / 127.0f);
+  // So does every input of a Concat that stays in float.
+  passes::QuantizeOptions excluded;
+  excluded.exclude = {"Concat"};
+  auto g3 = ConcatOfConvsGraph(/*a_read_twice=*/false);
+  auto d3 = passes::AssignPrecision(*g3, ranges, excluded);
+  ASSERT_TRUE(d3.ok()) << d3.status();
+  EXPECT_FALSE(d3->runs_int8(NodeNamed(*g3, "concat")));
+  EXPECT_FLOAT_EQ(d3->params.at(g3->FindValue("a")).scale, 1.0f / 127.0f);
+}
+
 }  // namespace
 }  // namespace qcc::testing
