@@ -55,8 +55,9 @@ void StridedRow(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(&dst[i], in + i * step, sizeof(T));
 }
 
-/// StridedRow of bytes: memcpy at stride 1; at stride 2, 16 bytes per step from the low bytes
-/// of 16 words (reading only within the row's span: 17 elements must remain).
+/// StridedRow of bytes: memcpy at stride 1; at stride 2, 16 bytes per step: elements 0-7 are
+/// the low bytes of the 8 words at 2i, elements 8-15 the high bytes of the 8 words at 2i + 15,
+/// so a step reads bytes 2i .. 2i + 30, only within the row's span (16 elements must remain).
 void StridedRowU8(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
   if (stride == 1) {
     std::memcpy(out, in, static_cast<size_t>(n));
@@ -65,11 +66,11 @@ void StridedRowU8(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
   int64_t i = 0;
   if (stride == 2) {
     const __m128i low = _mm_set1_epi16(0x00FF);
-    for (; i + 17 <= n; i += 16) {
+    for (; i + 16 <= n; i += 16) {
       const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i + 16));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i + 15));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                       _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low)));
+                       _mm_packus_epi16(_mm_and_si128(a, low), _mm_srli_epi16(b, 8)));
     }
   }
   StridedRow<uint8_t>(in + i * stride, stride, n - i, out + i);
