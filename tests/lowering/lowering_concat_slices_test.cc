@@ -123,6 +123,18 @@ void ExpectOwnBytesBits(const runtime::Plan& plan, const Fire& f) {
   if (f.dynamic_batch) ExpectSamePlanOutputs(plan, OwnBytes(plan), {4}, input_at);
 }
 
+/// The int8 and the fp32 plan of FireModule(f): the concat inputs in their slice are `want`,
+/// and the plan gives the bits of OwnBytes(plan).
+void ExpectInSliceInt8AndFp32(const Fire& f, const std::vector<bool>& want) {
+  std::unique_ptr<ir::Graph> g = FireModule(f);
+  for (const bool int8 : {true, false}) {
+    SCOPED_TRACE(int8 ? "int8" : "fp32");
+    const runtime::Plan plan = Lower(*g, f, int8);
+    EXPECT_EQ(InSlice(plan, int8 ? StepKind::kQConcat : StepKind::kConcat), want);
+    ExpectOwnBytesBits(plan, f);
+  }
+}
+
 TEST(LoweringConcatSlicesTest, Int8BranchesAreComputedInTheirSlices) {
   const Fire f;
   std::unique_ptr<ir::Graph> g = FireModule(f);
@@ -159,28 +171,14 @@ TEST(LoweringConcatSlicesTest, ASliceAtAnUnalignedOffsetKeepsItsOwnBuffer) {
   // 64; b's starts at 0. In fp32 (800 bytes) it would start at 800, no multiple either.
   Fire f;
   f.side = 5;
-  std::unique_ptr<ir::Graph> g = FireModule(f);
-  for (const bool int8 : {true, false}) {
-    SCOPED_TRACE(int8 ? "int8" : "fp32");
-    const runtime::Plan plan = Lower(*g, f, int8);
-    EXPECT_EQ(InSlice(plan, int8 ? StepKind::kQConcat : StepKind::kConcat),
-              (std::vector<bool>{true, false}));
-    ExpectOwnBytesBits(plan, f);
-  }
+  ExpectInSliceInt8AndFp32(f, {true, false});
 }
 
 TEST(LoweringConcatSlicesTest, ADynamicBatchKeepsEveryBuffer) {
   // At batch 4 the slices of the output are not contiguous (and the arena offsets are fixed).
   Fire f;
   f.dynamic_batch = true;
-  std::unique_ptr<ir::Graph> g = FireModule(f);
-  for (const bool int8 : {true, false}) {
-    SCOPED_TRACE(int8 ? "int8" : "fp32");
-    const runtime::Plan plan = Lower(*g, f, int8);
-    EXPECT_EQ(InSlice(plan, int8 ? StepKind::kQConcat : StepKind::kConcat),
-              (std::vector<bool>{false, false}));
-    ExpectOwnBytesBits(plan, f);
-  }
+  ExpectInSliceInt8AndFp32(f, {false, false});
 }
 
 }  // namespace
