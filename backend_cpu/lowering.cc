@@ -438,6 +438,36 @@ void Lowering::FuseSteps() {
       fused.kind = static_cast<uint32_t>(StepKind::kUnaryQuantize);
       fused.inputs = unary->inputs;
       fuse(*unary, step, mid, std::move(fused));
+    } else if (step.kind == static_cast<uint32_t>(StepKind::kQAdd)) {
+      // An int8 Add one of whose inputs only a QConv writes (a ResNet's shortcut Add): the
+      // QConv with the other input as its residual, the conv's result the Add's A (fp32
+      // addition commutes, so which side it was changes no bit).
+      absl::StatusOr<runtime::QAddStepParams> add =
+          runtime::DecodeParams<runtime::QAddStepParams>(step);
+      if (!add.ok()) continue;
+      for (int side = 0; side < 2; ++side) {
+        const int32_t mid = step.inputs[side], other = step.inputs[1 - side];
+        runtime::PlanStep* conv = sole_producer(mid);
+        if (conv == nullptr || other == mid ||
+            conv->kind != static_cast<uint32_t>(StepKind::kQConv) || conv->inputs.size() != 4 ||
+            plan_.buffers[mid].dims != plan_.buffers[other].dims) {
+          continue;
+        }
+        absl::StatusOr<runtime::QConvStepParams> c =
+            runtime::DecodeParams<runtime::QConvStepParams>(*conv);
+        if (!c.ok()) continue;
+        runtime::QAddStepParams a = *add;
+        if (side == 1) {
+          std::swap(a.mult_a, a.mult_b);
+          std::swap(a.zp_a, a.zp_b);
+        }
+        runtime::PlanStep fused = WithParams(runtime::QConvAddStepParams{*c, a});
+        fused.kind = static_cast<uint32_t>(StepKind::kQConvAdd);
+        fused.inputs = conv->inputs;
+        fused.inputs.push_back(other);
+        fuse(*conv, step, mid, std::move(fused));
+        break;
+      }
     } else if (const std::optional<runtime::BinaryStepParams> add = AddParams(step)) {
       // An Add of two tensors of the same dims, one the result of an fp32 Conv without an
       // activation (a ResNet's or an inverted-residual block's shortcut, any activation after

@@ -184,8 +184,9 @@ class Lowering {
   /// without an activation -> Add (any activation) of a tensor of its output's dims becomes the
   /// Conv with that tensor as its residual input and the Add's activation; an fp32-result
   /// QGemm or DynamicQGemm -> Add (no activation) of a tensor of its output's dims becomes the
-  /// GEMM with that tensor as its residual input; DynamicQGemm steps of one X without a residual
-  /// become one DynamicQGemms step. Each gives the bits of the steps it replaces.
+  /// GEMM with that tensor as its residual input; QConv -> QAdd of a tensor of its output's
+  /// dims becomes one QConvAdd step; DynamicQGemm steps of one X without a residual become one
+  /// DynamicQGemms step. Each gives the bits of the steps it replaces.
   void FuseSteps();
 
   // Shape arithmetic (lowering_shape.cc). Exporters compute shapes from Shape(x); with a dynamic

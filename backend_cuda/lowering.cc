@@ -148,6 +148,11 @@ absl::StatusOr<Choice> ChooseStep(const Plan& plan, size_t i) {
             "): a Cast from integers has no CUDA kernel yet; compile with --target cpu"));
       }
       return choice(CudaKernel::kIndex, name, ": one thread per element (own kernel)");
+    case StepKind::kQConvAdd:
+      return absl::UnimplementedError(absl::StrCat(
+          "step ", i, " '", step.name, "' (", name,
+          "): an int8 conv with a fused residual Add has no CUDA kernel yet; compile with "
+          "--target cuda (which does not fuse it)"));
     case StepKind::kGather:
     case StepKind::kMatMul:
     case StepKind::kReduce:

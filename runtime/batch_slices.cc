@@ -98,6 +98,9 @@ bool StepKeepsImagesApart(const Plan& plan, const PlanStep& step) {
     case StepKind::kQConv:
     case StepKind::kConvTranspose:
       return c.UnbatchedFrom(1);
+    case StepKind::kQConvAdd:
+      // Weights, bias and multipliers, and the residual of Y's dims.
+      return c.Unbatched(1) && c.Unbatched(2) && c.Unbatched(3) && c.SameAsOutputOrAbsent(4);
     case StepKind::kConv:
       // Weights and bias, and the fused residual (of Y's dims) if any.
       return c.Unbatched(1) && c.Unbatched(2) && c.SameAsOutputOrAbsent(3);

@@ -91,6 +91,7 @@ void RunRequantize(const cpu::RequantizeS8Params& s, const StepRunContext& c) {
 struct QConvState {
   cpu::QConvParams p;  // geometry and quantization; n, operands and threads are set per run
   cpu::PackedQConvWeights packed;
+  bool fused_add = false;  // QConvAdd: input 4 is the residual of p.add
 };
 
 // Checks a per-output-channel operand ([k] of `dtype`), when present.
@@ -104,9 +105,9 @@ absl::Status CheckChannelOperand(const StepPrepareContext& c, size_t i, absl::st
   return absl::OkStatus();
 }
 
-absl::StatusOr<QConvState> PrepareQConv(const StepPrepareContext& c) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(4, 4, 1));
-  QCC_ASSIGN_OR_RETURN(const QConvStepParams params, c.Decode<QConvStepParams>());
+/// The QConv part of a QConv or QConvAdd step (inputs 0 to 3).
+absl::StatusOr<QConvState> PrepareConvPart(const StepPrepareContext& c,
+                                           const QConvStepParams& params) {
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* x, c.Input(0, "X", kI8, 4));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* w, c.Input(1, "W", kI8, 4));
   QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8, 4));
@@ -152,6 +153,12 @@ absl::StatusOr<QConvState> PrepareQConv(const StepPrepareContext& c) {
   return s;
 }
 
+absl::StatusOr<QConvState> PrepareQConv(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(4, 4, 1));
+  QCC_ASSIGN_OR_RETURN(const QConvStepParams params, c.Decode<QConvStepParams>());
+  return PrepareConvPart(c, params);
+}
+
 cpu::QConvParams QConvRunParams(const QConvState& s, const StepRunContext& c) {
   cpu::QConvParams p = s.p;
   p.n = c.in_dims(0)[0];
@@ -169,6 +176,7 @@ void RunQConv(const QConvState& s, const StepRunContext& c) {
   p.bias = c.in<int32_t>(2);
   p.multiplier = c.in<float>(3);
   p.output = c.out<int8_t>(0);
+  if (s.fused_add) p.residual = c.in<int8_t>(4);
   cpu::QConv(p, s.packed, c.scratch);
 }
 
@@ -373,14 +381,8 @@ void RunDynamicQGemm(const DynamicQGemmState& s, const StepRunContext& c) {
 
 // ---- QAdd ----
 
-absl::StatusOr<cpu::AddS8Params> PrepareQAdd(const StepPrepareContext& c) {
-  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 2, 1));
-  QCC_ASSIGN_OR_RETURN(const QAddStepParams p, c.Decode<QAddStepParams>());
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kI8));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* b, c.Input(1, "B", kI8));
-  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8));
-  QCC_RETURN_IF_ERROR(CheckSameDims(c, *b, "input B", *a));
-  QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *a));
+/// The kernel's parameters of a QAdd (or QConvAdd's Add), checked.
+absl::StatusOr<cpu::AddS8Params> AddParamsOf(const StepPrepareContext& c, const QAddStepParams& p) {
   QCC_RETURN_IF_ERROR(CheckMultiplier(c, p.mult_a, "multiplier of A"));
   QCC_RETURN_IF_ERROR(CheckMultiplier(c, p.mult_b, "multiplier of B"));
   QCC_RETURN_IF_ERROR(CheckInt8Value(c, p.zp_a, "zero point of A"));
@@ -391,6 +393,29 @@ absl::StatusOr<cpu::AddS8Params> PrepareQAdd(const StepPrepareContext& c) {
                           static_cast<int32_t>(p.zp_b),   p.mult_b,
                           static_cast<int32_t>(p.zp_out), static_cast<int32_t>(p.lo),
                           static_cast<int32_t>(p.hi)};
+}
+
+absl::StatusOr<cpu::AddS8Params> PrepareQAdd(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(2, 2, 1));
+  QCC_ASSIGN_OR_RETURN(const QAddStepParams p, c.Decode<QAddStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* a, c.Input(0, "A", kI8));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* b, c.Input(1, "B", kI8));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *b, "input B", *a));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *y, "output Y", *a));
+  return AddParamsOf(c, p);
+}
+
+absl::StatusOr<QConvState> PrepareQConvAdd(const StepPrepareContext& c) {
+  QCC_RETURN_IF_ERROR(c.CheckCounts(5, 5, 1));
+  QCC_ASSIGN_OR_RETURN(const QConvAddStepParams params, c.Decode<QConvAddStepParams>());
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* r, c.Input(4, "residual", kI8));
+  QCC_ASSIGN_OR_RETURN(const PlanBuffer* y, c.Output(0, "Y", kI8));
+  QCC_RETURN_IF_ERROR(CheckSameDims(c, *r, "input residual", *y));
+  QCC_ASSIGN_OR_RETURN(QConvState s, PrepareConvPart(c, params.conv));
+  QCC_ASSIGN_OR_RETURN(s.p.add, AddParamsOf(c, params.add));
+  s.fused_add = true;
+  return s;
 }
 
 void RunQAdd(const cpu::AddS8Params& s, const StepRunContext& c) {
@@ -564,6 +589,7 @@ void RegisterInt8Steps(StepRegistry& r) {
   r.Add(StepKind::kDynamicQGemms,
         PrepareStep<DynamicQGemmState, PrepareDynamicQGemms, RunDynamicQGemm, DynamicQGemmScratch>);
   r.Add(StepKind::kQAdd, PrepareStep<cpu::AddS8Params, PrepareQAdd, RunQAdd>);
+  r.Add(StepKind::kQConvAdd, PrepareStep<QConvState, PrepareQConvAdd, RunQConv, QConvScratch>);
   r.Add(StepKind::kQMaxPool, PrepareStep<QPoolState, PrepareQMaxPool, RunQMaxPool>);
   r.Add(StepKind::kQAveragePool, PrepareStep<QPoolState, PrepareQAveragePool, RunQAveragePool>);
   r.Add(StepKind::kQGlobalAveragePool,

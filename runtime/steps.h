@@ -13,6 +13,9 @@
 //                       multiplier f32 [N] -> Y i8 [M,N]; or with Y f32: multiplier = s_a * s_w,
 //                       an optional fifth operand float bias f32 [N] (qgemm.h's fp32 result)
 //   QAdd                A i8, B i8 (same shape) -> Y i8
+//   QConvAdd            X, W, bias, multiplier as QConv, residual i8 of Y's dims -> Y i8: the
+//                       QConv's int8 result is the QAdd's A and the residual its B (a ResNet's
+//                       shortcut Add the compiler fused; one pass, the same bits)
 //   QMaxPool, QAveragePool, QGlobalAveragePool   X i8 NCHW -> Y i8
 //   QLut                X i8, table i8 [256] -> Y i8
 //   QConcat             X0..Xn i8 -> Y i8
@@ -157,6 +160,18 @@ struct QAddStepParams {
     v.Int(zp_out);
     v.Int(lo);
     v.Int(hi);
+  }
+};
+
+/// QConvAdd: `conv` as QConv's (its zp_out, lo and hi give the int8 conv result), then `add`
+/// with that result as A and the residual as B.
+struct QConvAddStepParams {
+  QConvStepParams conv;
+  QAddStepParams add;
+  template <typename V>
+  void Visit(V& v) {
+    conv.Visit(v);
+    add.Visit(v);
   }
 };
 

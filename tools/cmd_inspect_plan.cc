@@ -79,7 +79,8 @@ uint64_t MultiplyAdds(const runtime::Plan& plan, int64_t batch) {
     auto out = [&](size_t i) { return ElementsAt(plan, step.outputs[i], batch); };
     switch (static_cast<StepKind>(step.kind)) {
       case StepKind::kConv:
-      case StepKind::kQConv: {  // W [K, C/g, R, S]
+      case StepKind::kQConv:
+      case StepKind::kQConvAdd: {  // W [K, C/g, R, S]
         const std::vector<int64_t>& w = dims(1);
         total += out(0) * w[1] * w[2] * w[3];
         break;

@@ -38,6 +38,9 @@ absl::Status ValidateQConvParams(const QConvParams& p) {
   if (p.lo < kInt8Min || p.hi > kInt8Max || p.lo > p.hi) {
     return bad("clamp [", p.lo, ", ", p.hi, "] is not within [-128, 127]");
   }
+  if (p.residual != nullptr && (p.add.lo < kInt8Min || p.add.hi > kInt8Max || p.add.lo > p.add.hi)) {
+    return bad("the fused Add's clamp [", p.add.lo, ", ", p.add.hi, "] is not within [-128, 127]");
+  }
   return absl::OkStatus();
 }
 
@@ -67,7 +70,14 @@ void ReferencePlanes(const QConvParams& p, const int8_t* weights, int64_t begin,
             }
           }
         }
-        out[y * ow + x] = Requantize(Wrap32(acc), p.multiplier[k], p.zp_out, p.lo, p.hi);
+        const int8_t v = Requantize(Wrap32(acc), p.multiplier[k], p.zp_out, p.lo, p.hi);
+        if (p.residual == nullptr) {
+          out[y * ow + x] = v;
+        } else {
+          const AddS8Params& a = p.add;
+          out[y * ow + x] = AddValue(v, a.zp_a, a.mult_a, p.residual[plane * oh * ow + y * ow + x],
+                                     a.zp_b, a.mult_b, a.zp_out, a.lo, a.hi);
+        }
       }
     }
   }
@@ -124,6 +134,14 @@ int64_t QConvWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w) {
 
 void QConv(const QConvParams& p, const PackedQConvWeights& w, void* workspace) {
   if (p.n == 0) return;
+  if (p.residual != nullptr && !internal::QConvFusesResidual(p, w)) {
+    // The conv, then the Add over its output in place (the same bits: AddS8 is AddValue).
+    QConvParams conv = p;
+    conv.residual = nullptr;
+    QConv(conv, w, workspace);
+    AddS8(p.add, p.n * p.k * p.out_h() * p.out_w(), p.output, p.residual, p.output, p.num_threads);
+    return;
+  }
   // The fast paths need finite multipliers and an int8 zp_out (qint8_vnni_internal.h); the
   // compiler never emits anything else, but the contract holds for any input.
   if (w.layout == PackedQConvWeights::Layout::kReference ||

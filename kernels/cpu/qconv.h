@@ -15,6 +15,11 @@
 // - Weights: int8 symmetric [-127, 127], [K, C/group, R, S] (ONNX order); per-tensor weights are
 //   per-channel ones with equal multipliers. Bias: int32 [K] (null: 0).
 // - [lo, hi] within [-128, 127]: fused ReLU/ReLU6/Clip are clamps chosen by the compiler.
+// - Fused residual (a ResNet's shortcut Add): with `residual` set, each output is then
+//     out[n, k, y, x] = AddValue(out[n, k, y, x], add.zp_a, add.mult_a, residual[n, k, y, x],
+//                                add.zp_b, add.mult_b, add.zp_out, add.lo, add.hi)
+//   (support/quantize.h), the result of the QAdd that would follow; residual has the output's
+//   shape and does not overlap it.
 // - Overflow: acc is the exact sum reduced modulo 2^32 (two's complement) in every path, so all
 //   paths agree bit for bit on any input. The exact sum fits int32 (and so is what it means)
 //   while C/group * R * S <= (2^31 - |bias|) / 16256 (|w| <= 127, |x| <= 128): about 132,000.
@@ -26,7 +31,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kernels/cpu/qgemm.h"  // QKernelPath, QInt8HasVnni
+#include "kernels/cpu/qelementwise.h"  // AddS8Params
+#include "kernels/cpu/qgemm.h"         // QKernelPath, QInt8HasVnni
 #include "support/conv_geometry.h"
 
 namespace qcc::cpu {
@@ -42,12 +48,15 @@ struct QConvParams : ConvShape {
   const int32_t* bias = nullptr;      // [K], zero-point correction folded in; null: 0
   const float* multiplier = nullptr;  // [K] requantization multipliers
   int8_t* output = nullptr;           // [N, K, out_h(), out_w()]
+  const int8_t* residual = nullptr;   // [N, K, out_h(), out_w()] added by `add`; null: none
+  AddS8Params add;                    // the fused Add (a: the conv's output, b: residual)
   int num_threads = 1;                // <= 1 runs on the calling thread
 };
 
 /// OK when `p` describes a convolution the kernels run: positive extents, strides and
 /// dilations, non-negative pads, C and K multiples of group, an output of at least 1x1 and
-/// -128 <= lo <= hi <= 127. InvalidArgument naming the first problem otherwise.
+/// -128 <= lo <= hi <= 127 (and add.lo <= add.hi within it when `residual` is set).
+/// InvalidArgument naming the first problem otherwise.
 absl::Status ValidateQConvParams(const QConvParams& p);
 
 /// Weights of one convolution prepared once at load time for QConv; owns its buffers.

@@ -197,6 +197,8 @@ QCC_VNNI void WriteStagedOutput(const QConvParams& p, const ByteTransposeIndex& 
                                 const uint8_t* staging, int64_t stride, int64_t n, int64_t k0,
                                 int64_t kn, int64_t first, int64_t count) {
   const int64_t positions = p.out_h() * p.out_w();
+  ResidualAddV add;
+  if (p.residual != nullptr) add = MakeResidualAddV(p.add);
   __m512i idx[4];
   for (int i = 0; i < 4; ++i) idx[i] = _mm512_load_si512(transpose.v[i]);
   for (int64_t p0 = 0; p0 < count; p0 += 16) {
@@ -219,11 +221,15 @@ QCC_VNNI void WriteStagedOutput(const QConvParams& p, const ByteTransposeIndex& 
       alignas(64) uint8_t rows[4][64];
       for (int m = 0; m < 4; ++m) _mm512_store_si512(rows[m], o[m]);
       const int64_t channels = std::min<int64_t>(16, kn - 16 * j);
-      int8_t* y = p.output + (n * p.k + k0 + 16 * j) * positions + first + p0;
+      const int64_t at = (n * p.k + k0 + 16 * j) * positions + first + p0;
+      int8_t* y = p.output + at;
       for (int64_t c = 0; c < channels; ++c) {
-        _mm_mask_storeu_epi8(
-            y + c * positions, store,
-            _mm_load_si128(reinterpret_cast<const __m128i*>(rows[c / 4] + c % 4 * 16)));
+        __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(rows[c / 4] + c % 4 * 16));
+        if (p.residual != nullptr) {
+          const __m128i r = _mm_maskz_loadu_epi8(store, p.residual + at + c * positions);
+          v = AddResidualX16(_mm512_maskz_cvtepi8_epi32(0xFFFF, v), r, add);
+        }
+        _mm_mask_storeu_epi8(y + c * positions, store, v);
       }
     }
   }

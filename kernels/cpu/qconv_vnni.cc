@@ -65,6 +65,7 @@ struct DirectContext {
   const int64_t* tap_offset;  // bytes from a tile's base to its (tap, quad 0) data
   uint8_t* buffers;           // g.image_bytes per thread
   alignas(64) uint8_t idx[64];
+  ResidualAddV add;  // p->residual's Add, when set
 };
 
 /// Where and how a register tile's results go.
@@ -77,20 +78,45 @@ struct TileOut {
   uint64_t valid;  // the tile's lanes that are real outputs (compressed together when stored)
   int64_t count;   // popcount(valid)
   int32_t zp, lo, hi;
+  const int8_t* residual;    // the fused Add's residual at y's position; null: none
+  const ResidualAddV* add;   // its constants
 };
 
-/// Requantizes one output channel's NV vectors and stores its valid lanes contiguously.
+/// Requantizes one output channel's NV vectors (adding the residual `r` at the same outputs
+/// when it is not null) and stores its valid lanes contiguously.
 template <int NV>
 QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* multiplier,
-                              int8_t* y, const TileOut& o) {
+                              int8_t* y, const int8_t* r, const TileOut& o) {
   const __m512i zp = _mm512_set1_epi32(o.zp);
   const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo - o.zp));
   const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi - o.zp));
   const __m512 m = _mm512_set1_ps(*multiplier);
-  const __m128i b0 = RequantizeX16(v0, m, zp, lo, hi);
-  const __m128i b1 = NV > 1 ? RequantizeX16(v1, m, zp, lo, hi) : b0;
-  const __m128i b2 = NV > 2 ? RequantizeX16(v2, m, zp, lo, hi) : b0;
-  if (o.count == 16 * NV) {
+  const bool whole = o.count == 16 * NV;  // every lane is an output
+  __m128i b0, b1, b2;
+  if (r == nullptr) {
+    b0 = RequantizeX16(v0, m, zp, lo, hi);
+    b1 = NV > 1 ? RequantizeX16(v1, m, zp, lo, hi) : b0;
+    b2 = NV > 2 ? RequantizeX16(v2, m, zp, lo, hi) : b0;
+  } else {
+    // The residual of output i is at r[i]; spread over the tile's lanes unless all are outputs.
+    __m128i r0, r1, r2;
+    if (whole) {
+      r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
+      r1 = NV > 1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 16)) : r0;
+      r2 = NV > 2 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 32)) : r0;
+    } else {
+      alignas(64) int8_t spread[64];
+      _mm512_store_si512(spread, _mm512_maskz_expand_epi8(
+                                     o.valid, _mm512_maskz_loadu_epi8(LowBits64(o.count), r)));
+      r0 = _mm_load_si128(reinterpret_cast<const __m128i*>(spread));
+      r1 = _mm_load_si128(reinterpret_cast<const __m128i*>(spread + 16));
+      r2 = _mm_load_si128(reinterpret_cast<const __m128i*>(spread + 32));
+    }
+    b0 = AddResidualX16(RequantizeI32X16(v0, m, zp, lo, hi), r0, *o.add);
+    b1 = NV > 1 ? AddResidualX16(RequantizeI32X16(v1, m, zp, lo, hi), r1, *o.add) : b0;
+    b2 = NV > 2 ? AddResidualX16(RequantizeI32X16(v2, m, zp, lo, hi), r2, *o.add) : b0;
+  }
+  if (whole) {
     // Every lane is an output (as for any unpadded stride-1 conv but at the image's end): plain
     // stores, which cost far less than a byte compress and a masked store.
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b0);
@@ -117,9 +143,10 @@ QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* m
     if (NV > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, a1, b);   \
     if (NV > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, a2, b);   \
   }
-#define QCC_TILE_STORE(r) \
-  if (r < o.rows)         \
-    StoreRow<NV>(c##r##0, c##r##1, c##r##2, o.multiplier + r, o.y + r * o.y_stride, o);
+#define QCC_TILE_STORE(r)                                                          \
+  if (r < o.rows)                                                                  \
+    StoreRow<NV>(c##r##0, c##r##1, c##r##2, o.multiplier + r, o.y + r * o.y_stride, \
+                 o.residual != nullptr ? o.residual + r * o.y_stride : nullptr, o);
 
 /// kMr output channels x NV * 16 virtual positions: accumulate over every (tap, quad), then
 /// requantize and store the valid lanes. `w` is the block's packed weights [tap][quad][kMr].
@@ -202,6 +229,7 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
     o.zp = p.zp_out;
     o.lo = p.lo;
     o.hi = p.hi;
+    o.add = &ctx.add;
     const int64_t out0 = v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
     const uint8_t* x = reinterpret_cast<const uint8_t*>(buf) + v0 * 4;
     const int64_t nv = CeilDiv(lanes, 16);
@@ -211,7 +239,9 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
       for (int64_t r = 0; r < mr; ++r) {
         init[r] = WrapAdd(p.bias != nullptr ? p.bias[k0 + r] : 0, ctx.w->correction[k0 + r]);
       }
-      o.y = p.output + (n * p.k + k0) * out_plane + out0;
+      const int64_t at = (n * p.k + k0) * out_plane + out0;
+      o.y = p.output + at;
+      o.residual = p.residual != nullptr ? p.residual + at : nullptr;
       o.rows = mr;
       o.init = init;
       o.multiplier = p.multiplier + k0;
@@ -229,6 +259,7 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
   const DirectGeometry& g = ctx.g;
   ctx.buffers = TapOffsetsAt(p, g, workspace, &ctx.tap_offset);
   PhaseRowIndex(p, ctx.idx);
+  if (p.residual != nullptr) ctx.add = MakeResidualAddV(p.add);
   const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
   NnParallelFor(
       p.num_threads, p.n * p.group * g.tiles, cost,
@@ -269,6 +300,13 @@ void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
     }
   }
   w->layout = PackedQConvWeights::Layout::kVnniDirect;
+}
+
+bool QConvFusesResidual(const QConvParams& p, const PackedQConvWeights& w) {
+  using Layout = PackedQConvWeights::Layout;
+  return (w.layout == Layout::kVnniDirect || w.layout == Layout::kVnniPointwise ||
+          w.layout == Layout::kVnniSmallMap) &&
+         VnniRequantApplies(p.multiplier, p.k, p.zp_out) && ResidualAddApplies(p.add);
 }
 
 int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w) {

@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cpu/lane_masks.h"  // LowBits64
@@ -40,6 +41,18 @@ inline bool VnniRequantApplies(const float* multiplier, int64_t n, int32_t zp_ou
   return true;
 }
 
+/// Requantize of 16 lanes (RequantizeX16 below) left as int32 lanes: the int8 values before
+/// they are packed to bytes.
+QCC_VNNI inline __m512i RequantizeI32X16(__m512i acc, __m512 multiplier, __m512i zp, __m512 lo_f,
+                                         __m512 hi_f) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  __m512 x = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, acc), multiplier);
+  x = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, x, lo_f), hi_f);
+  const __m512i q =
+      _mm512_maskz_cvt_roundps_epi32(kAll, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_add_epi32(q, zp);
+}
+
 /// Requantize (support/quantize.h) of 16 int32 lanes to 16 int8 under VnniRequantApplies;
 /// `lo_f`, `hi_f` are float(lo - zp), float(hi - zp). Equal to the scalar function because:
 /// the product is the same single fp32 multiply and is not NaN; rounding half to even is
@@ -51,12 +64,55 @@ QCC_VNNI inline __m128i RequantizeX16(__m512i acc, __m512 multiplier, __m512i zp
                                       __m512 hi_f) {
   // maskz forms with every lane set: GCC 12's plain forms read _mm512_undefined_*, which it
   // reports as uninitialized.
+  return _mm512_maskz_cvtepi32_epi8(0xFFFF, RequantizeI32X16(acc, multiplier, zp, lo_f, hi_f));
+}
+
+/// The quantized Add fused after a convolution (QConvParams::residual) as vector constants;
+/// `lo`, `hi` are float(add.lo - add.zp_out), float(add.hi - add.zp_out).
+struct alignas(64) ResidualAddV {
+  __m512 mult_a, mult_b, lo, hi;
+  __m512i zp_a, zp_b, zp_out;
+};
+
+/// True when AddResidualX16 gives AddValue's bits for `add`: both multipliers at most 1e36 in
+/// magnitude (so neither product is infinite and their sum never NaN), the zero points and
+/// [lo, hi] within int8.
+inline bool ResidualAddApplies(const AddS8Params& add) {
+  auto int8 = [](int32_t v) { return v >= -128 && v <= 127; };
+  return std::fabs(add.mult_a) <= 1e36f && std::fabs(add.mult_b) <= 1e36f && int8(add.zp_a) &&
+         int8(add.zp_b) && int8(add.zp_out) && int8(add.lo) && int8(add.hi) && add.lo <= add.hi;
+}
+
+QCC_VNNI inline ResidualAddV MakeResidualAddV(const AddS8Params& add) {
+  ResidualAddV v;
+  v.mult_a = _mm512_set1_ps(add.mult_a);
+  v.mult_b = _mm512_set1_ps(add.mult_b);
+  v.lo = _mm512_set1_ps(static_cast<float>(add.lo - add.zp_out));
+  v.hi = _mm512_set1_ps(static_cast<float>(add.hi - add.zp_out));
+  v.zp_a = _mm512_set1_epi32(add.zp_a);
+  v.zp_b = _mm512_set1_epi32(add.zp_b);
+  v.zp_out = _mm512_set1_epi32(add.zp_out);
+  return v;
+}
+
+/// AddValue (support/quantize.h) of 16 lanes under ResidualAddApplies: `a` the conv's int8
+/// results as int32 lanes, `b` the 16 residual bytes. The same two products (explicitly rounded,
+/// so never contracted into a fused multiply-add) and one sum as the scalar function; clamping
+/// to [lo - zp, hi - zp] before rounding equals Saturate's round-then-clamp (RequantizeX16's
+/// argument), and with finite products the sum is never NaN.
+QCC_VNNI inline __m128i AddResidualX16(__m512i a, __m128i b, const ResidualAddV& k) {
+  // maskz forms with every lane set: see RequantizeX16.
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   constexpr __mmask16 kAll = 0xFFFF;
-  __m512 x = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, acc), multiplier);
-  x = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, x, lo_f), hi_f);
-  const __m512i q =
-      _mm512_maskz_cvt_roundps_epi32(kAll, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_add_epi32(q, zp));
+  const __m512 ta = _mm512_maskz_mul_round_ps(
+      kAll, _mm512_maskz_cvtepi32_ps(kAll, _mm512_sub_epi32(a, k.zp_a)), k.mult_a, kNearest);
+  const __m512i b32 = _mm512_maskz_cvtepi8_epi32(kAll, b);
+  const __m512 tb = _mm512_maskz_mul_round_ps(
+      kAll, _mm512_maskz_cvtepi32_ps(kAll, _mm512_sub_epi32(b32, k.zp_b)), k.mult_b, kNearest);
+  __m512 x = _mm512_maskz_add_round_ps(kAll, ta, tb, kNearest);
+  x = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, x, k.lo), k.hi);
+  const __m512i q = _mm512_maskz_cvt_roundps_epi32(kAll, x, kNearest);
+  return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_add_epi32(q, k.zp_out));
 }
 
 /// Index vectors of Transpose16x16Bytes: stage A (two, for rows given as 16 consecutive bytes
@@ -116,6 +172,11 @@ QCC_VNNI inline void InterleaveQuads64(const __m512i r[4], __m512i out[4]) {
   out[3] = _mm512_xor_si512(_mm512_maskz_shuffle_i32x4(0xFFFF, t1, t3, 0xDD), flip);
 }
 
+/// True when the VNNI path of w's layout adds p.residual in its epilogue (direct, pointwise and
+/// small-map layouts, under VnniRequantApplies and ResidualAddApplies); QConv otherwise runs
+/// the conv, then AddS8 over its output.
+bool QConvFusesResidual(const QConvParams& p, const PackedQConvWeights& w);
+
 /// Fills w's VNNI layout (direct or depthwise, per the header's rules) from p.weights.
 void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w);
 /// QConvWorkspaceBytes for the VNNI layouts.
@@ -163,6 +224,7 @@ QCC_VNNI void QConvPointwiseVnni(const QConvParams& p, const PackedQConvWeights&
 /// Output channels [k0, k0 + kn) of image n at output positions [first, first + count) of
 /// p.output from `staging`: position-major rows of `stride` bytes (a multiple of 16; channel k0
 /// at byte 0), RoundUp(count, 16) rows readable; 16 positions x 16 channels per byte transpose.
+/// With p.residual set, its Add (AddResidualX16) joins each row on the way out.
 QCC_VNNI void WriteStagedOutput(const QConvParams& p, const ByteTransposeIndex& transpose,
                                 const uint8_t* staging, int64_t stride, int64_t n, int64_t k0,
                                 int64_t kn, int64_t first, int64_t count);

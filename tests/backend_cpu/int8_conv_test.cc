@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/qconv.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
@@ -523,6 +524,100 @@ TEST(Int8ConvFastTest, PackedWeightsServeNewInputExtents) {
         QConv(conv.p, packed, workspace.data());
         EXPECT_EQ(out, RunReference(conv));
       }
+    }
+  }
+}
+
+// ---- The fused residual Add (QConvParams::residual) ----
+
+/// A residual of conv's output shape and random Add parameters on conv.p (a fused ReLU or a
+/// conv zero point other than add.zp_a now and then).
+std::vector<int8_t> RandomResidual(Conv& conv, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> x(-128, 127), zp(-20, 20);
+  std::uniform_real_distribution<float> mult(0.2f, 2.0f);
+  std::vector<int8_t> residual(conv.OutputSize());
+  for (int8_t& v : residual) v = static_cast<int8_t>(x(rng));
+  AddS8Params& a = conv.p.add;
+  a.zp_a = rng() % 4 != 0 ? conv.p.zp_out : zp(rng);
+  a.mult_a = mult(rng);
+  a.zp_b = zp(rng);
+  a.mult_b = mult(rng);
+  a.zp_out = zp(rng);
+  a.lo = rng() % 2 == 0 ? -128 : a.zp_out;
+  a.hi = 127;
+  return residual;
+}
+
+TEST(Int8ConvReferenceTest, FusedResidualIsTheAddAfterTheConv) {
+  for (const Geometry& g : {Geometries()[0], Geometries()[1], Geometries()[3]}) {
+    SCOPED_TRACE(Describe(g));
+    Conv conv(g);
+    Randomize(conv, 41);
+    const std::vector<int8_t> residual = RandomResidual(conv, 42);
+    std::vector<int8_t> want = NaiveConv(conv.p);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const AddS8Params& a = conv.p.add;
+      // AddValue spelled out: two fp32 products, one fp32 sum, round half to even, clamp.
+      const float ta = static_cast<float>(want[i] - a.zp_a) * a.mult_a;
+      const float tb = static_cast<float>(residual[i] - a.zp_b) * a.mult_b;
+      const double q = std::nearbyint(static_cast<double>(ta + tb)) + a.zp_out;
+      want[i] = static_cast<int8_t>(std::clamp<double>(q, a.lo, a.hi));
+    }
+    conv.p.residual = residual.data();
+    EXPECT_EQ(RunReference(conv), want);
+  }
+}
+
+TEST(Int8ConvFastTest, FusedResidualBitIdenticalToReference) {
+  SKIP_WITHOUT_FAST_PATH();
+  using Layout = PackedQConvWeights::Layout;
+  absl::flat_hash_set<int> fused_layouts;
+  for (const QKernelPath path : FastPaths()) {
+    uint32_t seed = 700;
+    for (const Geometry& g : Geometries()) {
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g), ", threads ", threads));
+        Conv conv(g);
+        Randomize(conv, seed);
+        const std::vector<int8_t> residual = RandomResidual(conv, seed++);
+        conv.p.residual = residual.data();
+        const PackedQConvWeights packed = PackQConvWeights(conv.p, path);
+        if (internal::QConvFusesResidual(conv.p, packed)) {
+          fused_layouts.insert(static_cast<int>(packed.layout));
+        }
+        EXPECT_EQ(RunPacked(conv, path, threads), RunReference(conv));
+      }
+    }
+  }
+  if (QInt8HasVnni()) {
+    // The geometries reach every layout that fuses the Add into its epilogue.
+    EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kVnniDirect)));
+    EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kVnniPointwise)));
+    EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kVnniSmallMap)));
+  }
+}
+
+TEST(Int8ConvFastTest, FusedResidualWithHugeMultipliersOrWideZeroPointsTakesTheTwoPassRoute) {
+  // Multipliers past ResidualAddApplies' bound (products that may be infinite, sums NaN) and
+  // zero points outside int8 (never emitted by the compiler): the conv, then AddS8, which must
+  // still give the reference's bits.
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    for (const Geometry& g : {Geometries()[1], Geometries()[3]}) {
+      SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g)));
+      Conv conv(g);
+      Randomize(conv, 51);
+      const std::vector<int8_t> residual = RandomResidual(conv, 52);
+      conv.p.residual = residual.data();
+      conv.p.add.mult_a = 3e38f;
+      conv.p.add.mult_b = -3e38f;
+      EXPECT_FALSE(internal::QConvFusesResidual(conv.p, PackQConvWeights(conv.p, path)));
+      EXPECT_EQ(RunPacked(conv, path, 2), RunReference(conv));
+      conv.p.add.mult_a = 0.5f;
+      conv.p.add.mult_b = 0.7f;
+      conv.p.add.zp_b = 200;
+      EXPECT_EQ(RunPacked(conv, path, 1), RunReference(conv));
     }
   }
 }

@@ -72,18 +72,10 @@ runtime::Plan Lower(const ir::Graph& g, const Fire& f, bool int8) {
   if (int8) {
     ranges = {{"x", {-2, 2}}, {"a", {0, 3}}, {"b", {0, 5}}, {"y", {0, 5}}, {"conv_z_out", {-4, 4}}};
   }
-  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(g, ranges, {});
-  EXPECT_TRUE(d.ok()) << d.status();
-  if (!d.ok()) return runtime::Plan{};
-  absl::StatusOr<std::unique_ptr<ir::Graph>> quantized = passes::RealizeInt8(g, *d);
-  EXPECT_TRUE(quantized.ok()) << quantized.status();
-  if (!quantized.ok()) return runtime::Plan{};
   cpu::LowerOptions options;
   options.batch_min = 1;
   options.batch_max = f.dynamic_batch ? 4 : 1;
-  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(**quantized, options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  return plan.ok() ? *std::move(plan) : runtime::Plan{};
+  return LowerQuantized(g, ranges, options);
 }
 
 /// `plan` with every arena buffer in bytes of its own (no reuse, no slices).

@@ -4,7 +4,10 @@
 // activation; its plan gives the unfused plan's bits at batch 1 and 3 on 1 and 2 threads, with
 // the residual computed before or after the Conv and on either side of the Add. A Conv with an
 // activation of its own, or whose output is read again, keeps its Add; the runtime refuses a
-// residual that does not have the output's dims.
+// residual that does not have the output's dims. The same blocks quantized: the QConv and its
+// QAdd become one QConvAdd step (the residual its fifth input) with the same bits, a Relu on the
+// conv included (a clamp of its int8 result); a conv output read again keeps its QAdd.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +76,20 @@ runtime::Plan Lower(const ir::Graph& g, bool fuse) {
   return plan.ok() ? *std::move(plan) : runtime::Plan{};
 }
 
+/// The plan of `g` with every activation in int8 (fixed ranges).
+runtime::Plan LowerInt8(const ir::Graph& g, bool fuse) {
+  std::map<std::string, passes::TensorRange> ranges;
+  for (const auto& node : g.nodes()) {
+    for (const ir::Value* v : node->outputs()) ranges[v->name()] = {-4.0f, 4.0f};
+  }
+  ranges["x"] = {-2.0f, 2.0f};
+  cpu::LowerOptions options;
+  options.batch_min = 1;
+  options.batch_max = 4;
+  options.fuse_steps = fuse;
+  return LowerQuantized(g, ranges, options);
+}
+
 /// The fused plan's outputs equal the unfused plan's, bit for bit.
 void ExpectSameOutputs(const runtime::Plan& fused, const runtime::Plan& unfused) {
   ExpectSamePlanOutputs(fused, unfused, {1, 3}, [](int64_t batch) {
@@ -135,6 +152,66 @@ TEST(LoweringConvResidualTest, TheRuntimeRefusesAResidualOfOtherDims) {
   ASSERT_EQ(conv->inputs.size(), 4u);
   // The bias [8] as the residual: not Y's dims.
   conv->inputs[3] = conv->inputs[2];
+  absl::StatusOr<std::shared_ptr<const runtime::Engine>> engine = runtime::Engine::Create(plan);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("residual"), std::string::npos) << engine.status();
+  EXPECT_NE(engine.status().message().find("'conv'"), std::string::npos) << engine.status();
+}
+
+TEST(LoweringConvResidualTest, QConvAndShortcutQAddBecomeOneQConvAddStepWithTheSameBits) {
+  for (bool after : {false, true}) {
+    for (bool second : {false, true}) {
+      for (bool relu : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("residual after ", after, ", conv second ", second,
+                                  ", conv relu ", relu));
+        std::unique_ptr<ir::Graph> g = ResidualBlock({after, second, relu});
+        const runtime::Plan fused = LowerInt8(*g, true);
+        const runtime::Plan unfused = LowerInt8(*g, false);
+        ASSERT_EQ(CountSteps(unfused, StepKind::kQAdd), 1);
+        ASSERT_EQ(CountSteps(unfused, StepKind::kQConv), 1);
+        EXPECT_EQ(CountSteps(fused, StepKind::kQAdd), 0);
+        EXPECT_EQ(CountSteps(fused, StepKind::kQConv), 0);
+        ASSERT_EQ(CountSteps(fused, StepKind::kQConvAdd), 1);
+        // One step and buffer (the conv's int8 result) fewer, and the Neg of a shortcut
+        // computed after the conv with its Quantize one UnaryQuantize step.
+        const size_t others = CountSteps(fused, StepKind::kUnaryQuantize);
+        EXPECT_EQ(others, after ? 1u : 0u);
+        EXPECT_EQ(fused.steps.size(), unfused.steps.size() - 1 - others);
+        EXPECT_EQ(fused.buffers.size(), unfused.buffers.size() - 1 - others);
+        for (const runtime::PlanStep& s : fused.steps) {
+          if (s.kind != static_cast<uint32_t>(StepKind::kQConvAdd)) continue;
+          ASSERT_EQ(s.inputs.size(), 5u);
+          // The residual: the shortcut's int8 form, of Y's dims; Y: the Add's output.
+          EXPECT_EQ(fused.buffers[s.inputs[4]].dims, fused.buffers[s.outputs[0]].dims);
+          EXPECT_EQ(fused.buffers[s.inputs[4]].dtype, DType::kInt8);
+          absl::StatusOr<runtime::QConvAddStepParams> p =
+              runtime::DecodeParams<runtime::QConvAddStepParams>(s);
+          ASSERT_TRUE(p.ok());
+          EXPECT_EQ(p->add.lo, p->add.zp_out);  // the Add's Relu
+          if (relu) EXPECT_EQ(p->conv.lo, p->conv.zp_out);
+        }
+        ExpectSameOutputs(fused, unfused);
+      }
+    }
+  }
+}
+
+TEST(LoweringConvResidualTest, AQConvOutputReadAgainKeepsItsQAdd) {
+  std::unique_ptr<ir::Graph> g = ResidualBlock({false, false, false, true});
+  const runtime::Plan plan = LowerInt8(*g, true);
+  EXPECT_EQ(CountSteps(plan, StepKind::kQAdd), 1);
+  EXPECT_EQ(CountSteps(plan, StepKind::kQConvAdd), 0);
+}
+
+TEST(LoweringConvResidualTest, TheRuntimeRefusesAQConvAddResidualOfOtherDims) {
+  std::unique_ptr<ir::Graph> g = ResidualBlock({});
+  runtime::Plan plan = LowerInt8(*g, true);
+  runtime::PlanStep* step = nullptr;
+  for (runtime::PlanStep& s : plan.steps) {
+    if (s.kind == static_cast<uint32_t>(StepKind::kQConvAdd)) step = &s;
+  }
+  ASSERT_NE(step, nullptr);
+  step->inputs[4] = step->inputs[1];  // the int8 weights [8, 8, 3, 3] as the residual
   absl::StatusOr<std::shared_ptr<const runtime::Engine>> engine = runtime::Engine::Create(plan);
   ASSERT_FALSE(engine.ok());
   EXPECT_NE(engine.status().message().find("residual"), std::string::npos) << engine.status();

@@ -4,11 +4,18 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend_cpu/lowering.h"
 #include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "passes/quantize.h"
+#include "passes/realize_int8.h"
 #include "runtime/engine.h"
 #include "runtime/plan.h"
 #include "runtime/steps.h"
@@ -31,6 +38,23 @@ inline Tensor Seeded(Dims dims, float scale, int seed) {
     t.data<float>()[i] = scale * static_cast<float>((i * 37 + seed * 11) % 23 - 11) / 11.0f;
   }
   return t;
+}
+
+/// The plan of `g` quantized with `ranges` (AssignPrecision, then RealizeInt8; a tensor without
+/// a range stays in float) and lowered with `options`; an empty plan, with a test failure, when
+/// a step fails.
+inline runtime::Plan LowerQuantized(const ir::Graph& g,
+                                    const std::map<std::string, passes::TensorRange>& ranges,
+                                    const cpu::LowerOptions& options) {
+  absl::StatusOr<passes::QuantDecision> d = passes::AssignPrecision(g, ranges, {});
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (!d.ok()) return runtime::Plan{};
+  absl::StatusOr<std::unique_ptr<ir::Graph>> quantized = passes::RealizeInt8(g, *d);
+  EXPECT_TRUE(quantized.ok()) << quantized.status();
+  if (!quantized.ok()) return runtime::Plan{};
+  absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(**quantized, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *std::move(plan) : runtime::Plan{};
 }
 
 /// A fused plan's outputs equal the unfused plan's, bit for bit, on 1 and 2 threads at each of

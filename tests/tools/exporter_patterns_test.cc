@@ -186,10 +186,10 @@ TEST_P(ExporterPatternTest, CompilesToInt8WithoutAShapeAndMatchesOnnxRuntimeAtBa
   ASSERT_FALSE(steps.empty()) << inspect.out;
   EXPECT_EQ(CountKernel(steps, "Conv"), 0) << inspect.out;
   EXPECT_EQ(CountKernel(steps, "Gemm"), 0) << inspect.out;
-  EXPECT_EQ(CountKernel(steps, "QConv"), CountOnnxNodes(model, "Conv")) << inspect.out;
+  EXPECT_EQ(CountQConvs(steps), CountOnnxNodes(model, "Conv")) << inspect.out;
   EXPECT_EQ(CountKernel(steps, "QGemm"), CountOnnxNodes(model, "Gemm")) << inspect.out;
   for (const InspectStep& s : steps) {
-    if (s.kernel == "QConv" || s.kernel == "QGemm") {
+    if (s.kernel == "QConv" || s.kernel == "QConvAdd" || s.kernel == "QGemm") {
       EXPECT_EQ(s.precision, "int8") << s.node;
     }
   }

@@ -101,6 +101,12 @@ inline int CountKernel(const std::vector<InspectStep>& steps, const std::string&
   return n;
 }
 
+/// The int8 convolution steps of `steps`: QConv, and QConvAdd (a QConv with the shortcut Add
+/// after it fused).
+inline int CountQConvs(const std::vector<InspectStep>& steps) {
+  return CountKernel(steps, "QConv") + CountKernel(steps, "QConvAdd");
+}
+
 /// Weight bytes of one dtype in the "weights:" line of `qcc inspect` ("i8" -> 268336; 0 if
 /// the dtype is not listed).
 inline double WeightBytes(const std::string& inspect_out, const std::string& dtype) {
