@@ -232,10 +232,23 @@ void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, co
   // positions instead of 8.
   const int64_t tiles = (n_sp + kTp - 1) / kTp, tile = n_sp / tiles, longer = n_sp % tiles;
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  // Units are (image, chunk of tiles, block), chunk-major within an image. With fewer images x
+  // blocks than 4 per thread (a batch-1 layer of 2 to 8 blocks), the map is cut into one chunk
+  // per thread, so a thread reads the inputs of its positions only (x was written, split by
+  // positions or channels, by both cores: reading all of it from the other core's cache cost
+  // more than the weights a thread now reads in full), else one chunk per image.
+  const int64_t threads = std::max(1, p.num_threads);
+  const int64_t chunks =
+      threads > 1 && p.batch * blocks < 4 * threads ? std::min(threads, tiles) : 1;
+  // The tile that starts each chunk (chunks split the tiles as evenly as they come).
+  auto chunk_tile = [&](int64_t c) { return c * tiles / chunks; };
+  auto tile_start = [&](int64_t t) { return t * tile + std::min(t, longer); };
   NnParallelFor(
-      p.num_threads, p.batch * blocks, 32 * k_len * n_sp, [&](int64_t begin, int64_t end) {
+      p.num_threads, p.batch * chunks * blocks, 32 * k_len * n_sp / chunks,
+      [&](int64_t begin, int64_t end) {
         for (int64_t u = begin; u < end; ++u) {
-          const int64_t img = u / blocks, cb = u % blocks;
+          const int64_t img = u / (chunks * blocks), chunk = u / blocks % chunks;
+          const int64_t cb = u % blocks;
           const int64_t ch = m - cb * 32;  // channels left from this block's first
           const __mmask16 m0 = LowBits16(ch), m1 = LowBits16(ch - 16);
           const float* xi = x + img * k_len * n_sp;
@@ -244,13 +257,15 @@ void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, co
               p.residual != nullptr ? p.residual + (img * m + cb * 32) * n_sp : nullptr;
           const float* bp = packed + cb * 32 * k_len;
           const float* bias_b = bias != nullptr ? bias + cb * 32 : nullptr;
-          // The next unit's block of weights (the next block, or the first for the next image)
-          // into L2 during the second tile (the first streams this block's): in a model the
-          // weights come from L3 or memory, a block at a time, and its first tile waited on them
-          // (efficientnet-lite0's 7 x 7 layers ran 30-40% slower there than alone).
+          // The next unit's block of weights (the next block, or the first for the next image
+          // or chunk) into L2 during the second tile (the first streams this block's): in a
+          // model the weights come from L3 or memory, a block at a time, and its first tile
+          // waited on them (efficientnet-lite0's 7 x 7 layers ran 30-40% slower there than
+          // alone).
           const float* next_bp = u + 1 < end ? packed + (u + 1) % blocks * 32 * k_len : nullptr;
-          const int64_t prefetch_tile = std::min<int64_t>(1, tiles - 1);
-          for (int64_t t = 0, n0 = 0; t < tiles; ++t) {
+          const int64_t t0 = chunk_tile(chunk), t1 = chunk_tile(chunk + 1);
+          const int64_t prefetch_tile = t0 + std::min<int64_t>(1, t1 - t0 - 1);
+          for (int64_t t = t0, n0 = tile_start(t0); t < t1; ++t) {
             const int64_t np = tile + (t < longer ? 1 : 0);
             kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b,
                                  rb != nullptr ? rb + n0 : nullptr, act, yb + n0, n_sp, m0, m1,
