@@ -260,6 +260,11 @@ const std::vector<Geometry>& Geometries() {
       {1, 9, 9, 11, 100, 3, 3, 2, 2, 1, 0, 1, 2},      // stride 2, asymmetric pads, 64 + 36
       {3, 5, 6, 7, 33, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2},  // 5x5 dilation 2, K = 48 - 15, batch 3
       {1, 16, 12, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1},     // stride 2, K = 40 in one block of 48
+      // The direct path's block-major order (1x1, K of several blocks of 8): more tiles than a
+      // group of 256 (13,200 positions), a partial last block, batch 2; and a strided 1x1 whose
+      // phase planes have lanes that are no output.
+      {2, 16, 120, 110, 20, 1, 1},
+      {2, 20, 31, 33, 40, 1, 1, 2, 2},
   };
   return kAll;
 }
