@@ -243,37 +243,34 @@ void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, co
   // The tile that starts each chunk (chunks split the tiles as evenly as they come).
   auto chunk_tile = [&](int64_t c) { return c * tiles / chunks; };
   auto tile_start = [&](int64_t t) { return t * tile + std::min(t, longer); };
-  NnParallelFor(
-      p.num_threads, p.batch * chunks * blocks, 32 * k_len * n_sp / chunks,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t u = begin; u < end; ++u) {
-          const int64_t img = u / (chunks * blocks), chunk = u / blocks % chunks;
-          const int64_t cb = u % blocks;
-          const int64_t ch = m - cb * 32;  // channels left from this block's first
-          const __mmask16 m0 = LowBits16(ch), m1 = LowBits16(ch - 16);
-          const float* xi = x + img * k_len * n_sp;
-          float* yb = y + (img * m + cb * 32) * n_sp;
-          const float* rb =
-              p.residual != nullptr ? p.residual + (img * m + cb * 32) * n_sp : nullptr;
-          const float* bp = packed + cb * 32 * k_len;
-          const float* bias_b = bias != nullptr ? bias + cb * 32 : nullptr;
-          // The next unit's block of weights (the next block, or the first for the next image
-          // or chunk) into L2 during the second tile (the first streams this block's): in a
-          // model the weights come from L3 or memory, a block at a time, and its first tile
-          // waited on them (efficientnet-lite0's 7 x 7 layers ran 30-40% slower there than
-          // alone).
-          const float* next_bp = u + 1 < end ? packed + (u + 1) % blocks * 32 * k_len : nullptr;
-          const int64_t t0 = chunk_tile(chunk), t1 = chunk_tile(chunk + 1);
-          const int64_t prefetch_tile = t0 + std::min<int64_t>(1, t1 - t0 - 1);
-          for (int64_t t = t0, n0 = tile_start(t0); t < t1; ++t) {
-            const int64_t np = tile + (t < longer ? 1 : 0);
-            kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b,
-                                 rb != nullptr ? rb + n0 : nullptr, act, yb + n0, n_sp, m0, m1,
-                                 t == prefetch_tile ? next_bp : nullptr);
-            n0 += np;
-          }
-        }
-      });
+  // Unit u (of a thread's range [u, end)).
+  auto unit = [&](int64_t u, int64_t end) {
+    const int64_t img = u / (chunks * blocks), chunk = u / blocks % chunks, cb = u % blocks;
+    const int64_t ch = m - cb * 32;  // channels left from this block's first
+    const __mmask16 m0 = LowBits16(ch), m1 = LowBits16(ch - 16);
+    const float* xi = x + img * k_len * n_sp;
+    float* yb = y + (img * m + cb * 32) * n_sp;
+    const float* rb = p.residual != nullptr ? p.residual + (img * m + cb * 32) * n_sp : nullptr;
+    const float* bp = packed + cb * 32 * k_len;
+    const float* bias_b = bias != nullptr ? bias + cb * 32 : nullptr;
+    // The next unit's block of weights (the next block, or the first for the next image or
+    // chunk) into L2 during the second tile (the first streams this block's): in a model the
+    // weights come from L3 or memory, a block at a time, and its first tile waited on them
+    // (efficientnet-lite0's 7 x 7 layers ran 30-40% slower there than alone).
+    const float* next_bp = u + 1 < end ? packed + (u + 1) % blocks * 32 * k_len : nullptr;
+    const int64_t t0 = chunk_tile(chunk), t1 = chunk_tile(chunk + 1);
+    const int64_t prefetch_tile = t0 + std::min<int64_t>(1, t1 - t0 - 1);
+    for (int64_t t = t0, n0 = tile_start(t0); t < t1; ++t) {
+      const int64_t np = tile + (t < longer ? 1 : 0);
+      kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b, rb != nullptr ? rb + n0 : nullptr, act,
+                           yb + n0, n_sp, m0, m1, t == prefetch_tile ? next_bp : nullptr);
+      n0 += np;
+    }
+  };
+  NnParallelFor(p.num_threads, p.batch * chunks * blocks, 32 * k_len * n_sp / chunks,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t u = begin; u < end; ++u) unit(u, end);
+                });
 }
 
 }  // namespace qcc::cpu::internal

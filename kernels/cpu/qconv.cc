@@ -38,7 +38,8 @@ absl::Status ValidateQConvParams(const QConvParams& p) {
   if (p.lo < kInt8Min || p.hi > kInt8Max || p.lo > p.hi) {
     return bad("clamp [", p.lo, ", ", p.hi, "] is not within [-128, 127]");
   }
-  if (p.residual != nullptr && (p.add.lo < kInt8Min || p.add.hi > kInt8Max || p.add.lo > p.add.hi)) {
+  if (p.residual != nullptr &&
+      (p.add.lo < kInt8Min || p.add.hi > kInt8Max || p.add.lo > p.add.hi)) {
     return bad("the fused Add's clamp [", p.add.lo, ", ", p.add.hi, "] is not within [-128, 127]");
   }
   return absl::OkStatus();

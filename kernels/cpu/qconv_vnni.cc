@@ -78,8 +78,8 @@ struct TileOut {
   uint64_t valid;  // the tile's lanes that are real outputs (compressed together when stored)
   int64_t count;   // popcount(valid)
   int32_t zp, lo, hi;
-  const int8_t* residual;    // the fused Add's residual at y's position; null: none
-  const ResidualAddV* add;   // its constants
+  const int8_t* residual;   // the fused Add's residual at y's position; null: none
+  const ResidualAddV* add;  // its constants
 };
 
 /// Requantizes one output channel's NV vectors (adding the residual `r` at the same outputs
@@ -143,8 +143,8 @@ QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* m
     if (NV > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, a1, b);   \
     if (NV > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, a2, b);   \
   }
-#define QCC_TILE_STORE(r)                                                          \
-  if (r < o.rows)                                                                  \
+#define QCC_TILE_STORE(r)                                                           \
+  if (r < o.rows)                                                                   \
     StoreRow<NV>(c##r##0, c##r##1, c##r##2, o.multiplier + r, o.y + r * o.y_stride, \
                  o.residual != nullptr ? o.residual + r * o.y_stride : nullptr, o);
 
@@ -271,8 +271,8 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
         o.init = init;
         o.multiplier = p.multiplier + k0;
         kTiles[pl.nv - 1](packed + (grp * g.k_blocks + kb) * block_dwords,
-                          reinterpret_cast<const uint8_t*>(buf) + pl.v0 * 4, ctx.tap_offset,
-                          g.taps, g.c4, g.plane * 4, o);
+                          reinterpret_cast<const uint8_t*>(buf) + pl.v0 * 4, ctx.tap_offset, g.taps,
+                          g.c4, g.plane * 4, o);
       };
       if (block_major) {
         for (int64_t kb = 0; kb < g.k_blocks; ++kb) {

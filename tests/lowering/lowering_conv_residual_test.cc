@@ -141,29 +141,35 @@ TEST(LoweringConvResidualTest, ConvWithItsOwnActivationOrAnotherReaderKeepsItsAd
   }
 }
 
-TEST(LoweringConvResidualTest, TheRuntimeRefusesAResidualOfOtherDims) {
-  std::unique_ptr<ir::Graph> g = ResidualBlock({});
-  runtime::Plan plan = Lower(*g, true);
-  runtime::PlanStep* conv = nullptr;
+/// `plan`'s one `kind` step with its input `residual_at` (a fused residual) replaced by input
+/// `other_at`, of other dims than Y: Engine::Create refuses it, naming the residual and the node.
+void ExpectRuntimeRefusesResidual(runtime::Plan plan, StepKind kind, size_t residual_at,
+                                  size_t other_at) {
+  runtime::PlanStep* step = nullptr;
   for (runtime::PlanStep& s : plan.steps) {
-    if (s.kind == static_cast<uint32_t>(StepKind::kConv)) conv = &s;
+    if (s.kind == static_cast<uint32_t>(kind)) step = &s;
   }
-  ASSERT_NE(conv, nullptr);
-  ASSERT_EQ(conv->inputs.size(), 4u);
-  // The bias [8] as the residual: not Y's dims.
-  conv->inputs[3] = conv->inputs[2];
+  ASSERT_NE(step, nullptr);
+  ASSERT_EQ(step->inputs.size(), residual_at + 1);
+  step->inputs[residual_at] = step->inputs[other_at];
   absl::StatusOr<std::shared_ptr<const runtime::Engine>> engine = runtime::Engine::Create(plan);
   ASSERT_FALSE(engine.ok());
   EXPECT_NE(engine.status().message().find("residual"), std::string::npos) << engine.status();
   EXPECT_NE(engine.status().message().find("'conv'"), std::string::npos) << engine.status();
 }
 
+TEST(LoweringConvResidualTest, TheRuntimeRefusesAResidualOfOtherDims) {
+  std::unique_ptr<ir::Graph> g = ResidualBlock({});
+  // The bias [8] as the residual: not Y's dims.
+  ExpectRuntimeRefusesResidual(Lower(*g, true), StepKind::kConv, 3, 2);
+}
+
 TEST(LoweringConvResidualTest, QConvAndShortcutQAddBecomeOneQConvAddStepWithTheSameBits) {
   for (bool after : {false, true}) {
     for (bool second : {false, true}) {
       for (bool relu : {false, true}) {
-        SCOPED_TRACE(absl::StrCat("residual after ", after, ", conv second ", second,
-                                  ", conv relu ", relu));
+        SCOPED_TRACE(
+            absl::StrCat("residual after ", after, ", conv second ", second, ", conv relu ", relu));
         std::unique_ptr<ir::Graph> g = ResidualBlock({after, second, relu});
         const runtime::Plan fused = LowerInt8(*g, true);
         const runtime::Plan unfused = LowerInt8(*g, false);
@@ -188,7 +194,9 @@ TEST(LoweringConvResidualTest, QConvAndShortcutQAddBecomeOneQConvAddStepWithTheS
               runtime::DecodeParams<runtime::QConvAddStepParams>(s);
           ASSERT_TRUE(p.ok());
           EXPECT_EQ(p->add.lo, p->add.zp_out);  // the Add's Relu
-          if (relu) EXPECT_EQ(p->conv.lo, p->conv.zp_out);
+          if (relu) {
+            EXPECT_EQ(p->conv.lo, p->conv.zp_out);
+          }
         }
         ExpectSameOutputs(fused, unfused);
       }
@@ -205,17 +213,8 @@ TEST(LoweringConvResidualTest, AQConvOutputReadAgainKeepsItsQAdd) {
 
 TEST(LoweringConvResidualTest, TheRuntimeRefusesAQConvAddResidualOfOtherDims) {
   std::unique_ptr<ir::Graph> g = ResidualBlock({});
-  runtime::Plan plan = LowerInt8(*g, true);
-  runtime::PlanStep* step = nullptr;
-  for (runtime::PlanStep& s : plan.steps) {
-    if (s.kind == static_cast<uint32_t>(StepKind::kQConvAdd)) step = &s;
-  }
-  ASSERT_NE(step, nullptr);
-  step->inputs[4] = step->inputs[1];  // the int8 weights [8, 8, 3, 3] as the residual
-  absl::StatusOr<std::shared_ptr<const runtime::Engine>> engine = runtime::Engine::Create(plan);
-  ASSERT_FALSE(engine.ok());
-  EXPECT_NE(engine.status().message().find("residual"), std::string::npos) << engine.status();
-  EXPECT_NE(engine.status().message().find("'conv'"), std::string::npos) << engine.status();
+  // The int8 weights [8, 8, 3, 3] as the residual.
+  ExpectRuntimeRefusesResidual(LowerInt8(*g, true), StepKind::kQConvAdd, 4, 1);
 }
 
 }  // namespace

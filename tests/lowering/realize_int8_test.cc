@@ -417,8 +417,8 @@ TEST(RealizeInt8Test, ItsPlanRunsTheInt8StepsCloseToFp32) {
   options.batch_max = 2;
   absl::StatusOr<runtime::Plan> plan = cpu::LowerToCpuPlan(**q, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  for (StepKind k : {StepKind::kQuantize, StepKind::kQConv, StepKind::kQMaxPool,
-                     StepKind::kQLut, StepKind::kQGlobalAveragePool, StepKind::kQGemm}) {
+  for (StepKind k : {StepKind::kQuantize, StepKind::kQConv, StepKind::kQMaxPool, StepKind::kQLut,
+                     StepKind::kQGlobalAveragePool, StepKind::kQGemm}) {
     EXPECT_GE(CountSteps(*plan, k), 1) << runtime::StepKindName(static_cast<uint32_t>(k));
   }
   // The Add runs on its own or in the epilogue of the conv before it.
