@@ -688,12 +688,12 @@ int64_t AttentionInt8ScratchBytes(const AttentionF32Params& p) {
 
 void AttentionInt8(const AttentionF32Params& p, const float* q, const float* k, const float* v,
                    const float* mask, float* y, void* scratch, QKernelPath path) {
-  // kFastest: VNNI where the CPU has it, else AVX2, else plain; kAvx2: AVX2 where the CPU has
-  // it, else plain; kReference: plain.
+  // kFastest: VNNI where the CPU has it, else AVX2, else plain; kVnni: VNNI, else plain; kAvx2:
+  // AVX2 where the CPU has it, else plain; kReference: plain.
   QKernelPath run = QKernelPath::kReference;
-  if (path == QKernelPath::kFastest && Cpu().avx512_vnni()) {
+  if ((path == QKernelPath::kFastest || path == QKernelPath::kVnni) && Cpu().avx512_vnni()) {
     run = QKernelPath::kFastest;
-  } else if (path != QKernelPath::kReference && Cpu().avx2) {
+  } else if ((path == QKernelPath::kFastest || path == QKernelPath::kAvx2) && Cpu().avx2) {
     run = QKernelPath::kAvx2;
   }
   AttentionInt8On(p, q, k, v, mask, y, scratch, run);

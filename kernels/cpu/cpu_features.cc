@@ -1,6 +1,10 @@
 #include "kernels/cpu/cpu_features.h"
 
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +12,20 @@
 
 namespace qcc::cpu {
 namespace {
+
+/// CPUID leaf 7 reports AMX-TILE and AMX-INT8 (EDX bits 24, 25) and Linux grants this process
+/// the tile data state (XFEATURE 18); without the grant the first tile instruction faults.
+bool AmxUsable() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 CpuFeatures Detect() {
   CpuFeatures f;
@@ -23,6 +41,7 @@ CpuFeatures Detect() {
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512vbmi = __builtin_cpu_supports("avx512vbmi");
   f.avx512vbmi2 = __builtin_cpu_supports("avx512vbmi2");
+  f.amx_int8 = AmxUsable();
   return f;
 }
 
@@ -32,13 +51,16 @@ CpuFeatures Capped(CpuFeatures f, const char* cap) {
   const bool baseline = std::strcmp(cap, "baseline") == 0;
   const bool avx2 = std::strcmp(cap, "avx2") == 0;
   const bool avx512 = std::strcmp(cap, "avx512") == 0;
-  if (!baseline && !avx2 && !avx512) {
+  const bool vnni = std::strcmp(cap, "vnni") == 0;
+  if (!baseline && !avx2 && !avx512 && !vnni) {
     std::fprintf(stderr,
-                 "qcc: QCC_CPU_FEATURES='%s' is not baseline, avx2, avx512 or native; using "
-                 "native\n",
+                 "qcc: QCC_CPU_FEATURES='%s' is not baseline, avx2, avx512, vnni or native; "
+                 "using native\n",
                  cap);
     return f;
   }
+  f.amx_int8 = false;
+  if (vnni) return f;
   f.avx512vnni = f.avx512vbmi = f.avx512vbmi2 = false;
   if (avx512) return f;
   f.avx512f = f.avx512bw = f.avx512vl = false;

@@ -113,10 +113,10 @@ PackedQConvWeights PackQConvWeights(const QConvParams& p, QKernelPath path) {
     for (int64_t i = 0; i < per_k; ++i) sum += w.weights[k * per_k + i];
     w.correction[k] = Wrap32(-128 * sum);
   }
-  if (path == QKernelPath::kFastest && QInt8HasVnni()) {
-    internal::PackQConvVnni(p, &w);
-  } else if (path != QKernelPath::kReference && QInt8HasAvx2()) {
-    internal::PackQConvAvx2(p, &w);
+  if ((path == QKernelPath::kFastest || path == QKernelPath::kVnni) && QInt8HasVnni()) {
+    internal::PackQConvVnni(p, &w, path == QKernelPath::kFastest && QInt8HasAmx());
+  } else if (path == QKernelPath::kFastest || path == QKernelPath::kAvx2) {
+    if (QInt8HasAvx2()) internal::PackQConvAvx2(p, &w);
   }
   return w;
 }

@@ -68,7 +68,8 @@ struct PackedQConvWeights {
     kVnniPointwise,
     kAvx2Direct,
     kAvx2Depthwise,
-    kVnniSmallMap
+    kVnniSmallMap,
+    kAmxDirect
   };
   Layout layout = Layout::kReference;
   // The geometry packed for: QConv needs the same K, C/group, R, S, group, strides and

@@ -57,6 +57,22 @@ DirectGeometry DirectGeometryOf(const QConvParams& p) {
   return g;
 }
 
+/// What the direct and AMX paths' pieces share: the rewrite's row index and the epilogue's
+/// constants.
+struct PlaneConstants {
+  alignas(64) uint8_t idx[64];  // PhaseRowIndex
+  ResidualAddV add;             // p.residual's Add, when set
+  PackedRequantV pack;
+  bool packed_requant;  // PackedRequantApplies
+};
+
+QCC_VNNI void PreparePlaneConstants(const QConvParams& p, PlaneConstants* k) {
+  PhaseRowIndex(p, k->idx);
+  if (p.residual != nullptr) k->add = MakeResidualAddV(p.add);
+  k->packed_requant = PackedRequantApplies(p.multiplier, p.k, p.lo, p.hi);
+  if (k->packed_requant) k->pack = MakePackedRequantV(p.zp_out, p.lo, p.hi);
+}
+
 /// Everything a piece of the direct path needs.
 struct DirectContext {
   const QConvParams* p;
@@ -64,8 +80,7 @@ struct DirectContext {
   DirectGeometry g;
   const int64_t* tap_offset;  // bytes from a tile's base to its (tap, quad 0) data
   uint8_t* buffers;           // g.image_bytes per thread
-  alignas(64) uint8_t idx[64];
-  ResidualAddV add;  // p->residual's Add, when set
+  PlaneConstants k;
 };
 
 /// Where and how a register tile's results go.
@@ -78,9 +93,22 @@ struct TileOut {
   uint64_t valid;  // the tile's lanes that are real outputs (compressed together when stored)
   int64_t count;   // popcount(valid)
   int32_t zp, lo, hi;
-  const int8_t* residual;   // the fused Add's residual at y's position; null: none
-  const ResidualAddV* add;  // its constants
+  const int8_t* residual;      // the fused Add's residual at y's position; null: none
+  const ResidualAddV* add;     // its constants
+  const PackedRequantV* pack;  // RequantizePackX48's constants; null: RequantizeX16
 };
+
+/// A TileOut's fields that hold for every tile of a convolution.
+TileOut ConvTileOut(const QConvParams& p, const PlaneConstants& k, int64_t out_plane) {
+  TileOut o;
+  o.y_stride = out_plane;
+  o.zp = p.zp_out;
+  o.lo = p.lo;
+  o.hi = p.hi;
+  o.add = &k.add;
+  o.pack = k.packed_requant ? &k.pack : nullptr;
+  return o;
+}
 
 /// Requantizes one output channel's NV vectors (adding the residual `r` at the same outputs
 /// when it is not null) and stores its valid lanes contiguously.
@@ -92,6 +120,12 @@ QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, const float* m
   const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi - o.zp));
   const __m512 m = _mm512_set1_ps(*multiplier);
   const bool whole = o.count == 16 * NV;  // every lane is an output
+  if (r == nullptr && o.pack != nullptr) {
+    __m512i bytes = RequantizePackX48<NV>(v0, v1, v2, m, m, m, *o.pack);
+    if (!whole) bytes = _mm512_maskz_compress_epi8(o.valid, bytes);
+    _mm512_mask_storeu_epi8(y, LowBits64(o.count), bytes);
+    return;
+  }
   __m128i b0, b1, b2;
   if (r == nullptr) {
     b0 = RequantizeX16(v0, m, zp, lo, hi);
@@ -224,12 +258,7 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
   const uint32_t* packed = reinterpret_cast<const uint32_t*>(ctx.w->packed.get());
   const int64_t out_plane = g.oh * g.ow, block_dwords = g.taps * g.c4 * kMr;
   const bool block_major = g.k_blocks > 1 && g.taps == 1 && g.c4 <= 36;
-  TileOut o;
-  o.y_stride = out_plane;
-  o.zp = p.zp_out;
-  o.lo = p.lo;
-  o.hi = p.hi;
-  o.add = &ctx.add;
+  TileOut o = ConvTileOut(p, ctx.k, out_plane);
   TilePlace places[kGroupTiles];
   for (int64_t u = begin; u < end;) {
     const int64_t image = u / g.tiles, tile = u % g.tiles;
@@ -239,7 +268,7 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
     // tile's last lane plus the farthest tap.
     const int64_t image_end = std::min(end, (image + 1) * g.tiles);
     const int64_t last = image_end - 1 - image * g.tiles;
-    FillPhasePlanes(p, g, ctx.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
+    FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
                     TileBegin(g, tile), TileBegin(g, last + 1) + g.max_offset);
     for (int64_t t0 = tile; t0 <= last; t0 += kGroupTiles) {
       const int64_t count = std::min(kGroupTiles, last + 1 - t0);
@@ -295,20 +324,234 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
   ctx.g = DirectGeometryOf(p);
   const DirectGeometry& g = ctx.g;
   ctx.buffers = TapOffsetsAt(p, g, workspace, &ctx.tap_offset);
-  PhaseRowIndex(p, ctx.idx);
-  if (p.residual != nullptr) ctx.add = MakeResidualAddV(p.add);
+  PreparePlaneConstants(p, &ctx.k);
   const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
   NnParallelFor(
       p.num_threads, p.n * p.group * g.tiles, cost,
       [&ctx](int64_t begin, int64_t end, int thread) { DirectUnits(ctx, begin, end, thread); });
 }
 
+// ---------------------------------------------------------------------------------------------
+// AMX path (QConvAmxTakes: CPUs with AMX-INT8). The same phase planes as the direct path: a
+// plane of channel quads is, for 16 consecutive virtual positions, 16 dwords of 4 channels, and
+// quads are plane * 4 bytes apart, which is the layout of an AMX B tile (K / 4 rows of N
+// dwords) with that row stride. So one tileloadd takes 16 positions x up to 16 quads of a tap
+// straight from the buffer, and tdpbsud multiplies the signed weights (A: 16 output channels x
+// up to 64 input channels) by them: 16 x 16 sums of up to 64 products per instruction, where
+// vpdpbusd does 16 of 4. A unit is 32 virtual positions; for each 32 output channels, four C
+// tiles (2 channel blocks x 2 position halves) accumulate over every (tap, chunk of quads),
+// are stored to the stack and requantized row by row through StoreRow, the direct path's
+// epilogue (residual included). Quads go in `chunks` equal chunks of `kq` (<= 16); the last
+// chunk's quads past C/group read whatever follows in the buffer (the next phase's planes, or
+// extra bytes past the last) against zero weights, so they add nothing. Sums are int32 modulo
+// 2^32 in a different order than the reference's, which modular addition does not see.
+#define QCC_AMX                                                                      \
+  __attribute__((                                                                    \
+      target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512vbmi2,amx-tile," \
+             "amx-int8")))
+
+constexpr int64_t kAmxRows = 16;       // output channels of an A or C tile
+constexpr int64_t kAmxPositions = 32;  // virtual positions of a unit: two B tiles
+
+struct AmxGeometry : PhasePlanes {
+  int64_t kg, taps;
+  int64_t kq, chunks;    // quads per K chunk, chunks per tap: kq * chunks >= c4
+  int64_t pairs;         // blocks of 32 output channels of a group (weights zero past kg)
+  int64_t blocks;        // units of 32 virtual positions per (image, group)
+  int64_t a_bytes;       // one A tile: 16 rows of kq * 4 bytes
+  int64_t thread_bytes;  // image_bytes plus the planes the last chunk reads past c4
+};
+
+AmxGeometry AmxGeometryOf(const QConvParams& p) {
+  AmxGeometry g;
+  static_cast<PhasePlanes&>(g) = PhasePlanesOf(p);
+  // A unit's second B tile reads up to 31 lanes past its first virtual position.
+  g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + kAmxPositions + g.max_offset), 16);
+  g.image_bytes = p.stride_h * p.stride_w * g.c4 * g.plane * 4;
+  g.kg = p.k / p.group;
+  g.taps = p.r * p.s;
+  g.chunks = CeilDiv(g.c4, 16);
+  g.kq = CeilDiv(g.c4, g.chunks);
+  g.pairs = CeilDiv(g.kg, 2 * kAmxRows);
+  g.blocks = CeilDiv(g.v, kAmxPositions);
+  g.a_bytes = kAmxRows * g.kq * 4;
+  g.thread_bytes = g.image_bytes + (g.kq * g.chunks - g.c4) * g.plane * 4;
+  return g;
+}
+
+/// The AMX palette-1 configuration: C tiles 0-3 (16 x 16 int32), A tiles 4, 5 (16 rows of
+/// kq * 4 bytes), B tiles 6, 7 (kq rows of 64 bytes).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+AmxTileConfig AmxConfigOf(const AmxGeometry& g) {
+  AmxTileConfig c;
+  for (int t = 0; t < 4; ++t) {
+    c.rows[t] = kAmxRows;
+    c.colsb[t] = 64;
+  }
+  for (int t = 4; t < 6; ++t) {
+    c.rows[t] = kAmxRows;
+    c.colsb[t] = static_cast<uint16_t>(g.kq * 4);
+  }
+  for (int t = 6; t < 8; ++t) {
+    c.rows[t] = static_cast<uint8_t>(g.kq);
+    c.colsb[t] = 64;
+  }
+  return c;
+}
+
+struct AmxContext {
+  const QConvParams* p;
+  const PackedQConvWeights* w;
+  AmxGeometry g;
+  AmxTileConfig config;
+  const int64_t* tap_offset;
+  uint8_t* buffers;  // g.thread_bytes per thread
+  PlaneConstants k;
+};
+
+QCC_AMX void AmxUnits(const AmxContext& ctx, int64_t begin, int64_t end, int thread) {
+  const QConvParams& p = *ctx.p;
+  const AmxGeometry& g = ctx.g;
+  uint8_t* buf = ctx.buffers + thread * g.thread_bytes;
+  const int8_t* packed = reinterpret_cast<const int8_t*>(ctx.w->packed.get());
+  const int64_t out_plane = g.oh * g.ow, b_stride = g.plane * 4, a_stride = g.kq * 4;
+  const int64_t pair_bytes = 2 * g.taps * g.chunks * g.a_bytes;  // 2 channel blocks
+  const int64_t block_bytes = g.taps * g.chunks * g.a_bytes;
+  _tile_loadconfig(&ctx.config);
+  TileOut o = ConvTileOut(p, ctx.k, out_plane);
+  alignas(64) int32_t acc[4][kAmxRows][16];
+  for (int64_t u = begin; u < end;) {
+    const int64_t image = u / g.blocks, first = u % g.blocks;
+    const int64_t n = image / p.group, grp = image % p.group;
+    const int64_t image_end = std::min(end, (image + 1) * g.blocks);
+    const int64_t last = image_end - 1 - image * g.blocks;
+    FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w,
+                    reinterpret_cast<uint32_t*>(buf), first * kAmxPositions,
+                    (last + 1) * kAmxPositions + g.max_offset);
+    for (int64_t b = first; b <= last; ++b) {
+      const int64_t v0 = b * kAmxPositions, lanes = std::min(kAmxPositions, g.v - v0);
+      uint64_t valid = 0;
+      for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
+        if (col < g.ow) valid |= uint64_t{1} << l;
+        if (++col == g.phase_w) col = 0;
+      }
+      if (valid == 0) continue;
+      const int64_t out0 = v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
+      const bool two = lanes > 16;
+      o.valid = valid;
+      o.count = __builtin_popcountll(valid);
+      const uint8_t* x = buf + v0 * 4;
+      for (int64_t pair = 0; pair < g.pairs; ++pair) {
+        const int8_t* a = packed + (grp * g.pairs + pair) * pair_bytes;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t t = 0; t < g.taps; ++t) {
+          const uint8_t* xt = x + ctx.tap_offset[t];
+          for (int64_t c = 0; c < g.chunks; ++c, a += g.a_bytes) {
+            const uint8_t* xc = xt + c * g.kq * b_stride;
+            _tile_loadd(6, xc, b_stride);
+            _tile_loadd(7, xc + 64, b_stride);
+            _tile_loadd(4, a, a_stride);
+            _tile_loadd(5, a + block_bytes, a_stride);
+            _tile_dpbsud(0, 4, 6);
+            _tile_dpbsud(1, 4, 7);
+            _tile_dpbsud(2, 5, 6);
+            _tile_dpbsud(3, 5, 7);
+          }
+        }
+        _tile_stored(0, acc[0], 64);
+        _tile_stored(1, acc[1], 64);
+        _tile_stored(2, acc[2], 64);
+        _tile_stored(3, acc[3], 64);
+        for (int64_t half = 0; half < 2; ++half) {
+          const int64_t kb = (pair * 2 + half) * kAmxRows;
+          const int64_t rows = std::min(kAmxRows, g.kg - kb);
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t k0 = grp * g.kg + kb + r;
+            const __m512i init = _mm512_set1_epi32(
+                WrapAdd(p.bias != nullptr ? p.bias[k0] : 0, ctx.w->correction[k0]));
+            const __m512i s0 = _mm512_add_epi32(_mm512_load_si512(acc[2 * half][r]), init);
+            const __m512i s1 = _mm512_add_epi32(_mm512_load_si512(acc[2 * half + 1][r]), init);
+            const int64_t at = (n * p.k + k0) * out_plane + out0;
+            const int8_t* res = p.residual != nullptr ? p.residual + at : nullptr;
+            if (two) {
+              StoreRow<2>(s0, s1, s1, p.multiplier + k0, p.output + at, res, o);
+            } else {
+              StoreRow<1>(s0, s0, s0, p.multiplier + k0, p.output + at, res, o);
+            }
+          }
+        }
+      }
+    }
+    u = image_end;
+  }
+  _tile_release();
+}
+
+QCC_AMX void DirectConvAmx(const QConvParams& p, const PackedQConvWeights& w, uint8_t* workspace) {
+  AmxContext ctx;
+  ctx.p = &p;
+  ctx.w = &w;
+  ctx.g = AmxGeometryOf(p);
+  const AmxGeometry& g = ctx.g;
+  ctx.config = AmxConfigOf(g);
+  ctx.buffers = TapOffsetsAt(p, g, workspace, &ctx.tap_offset);
+  PreparePlaneConstants(p, &ctx.k);
+  const int64_t cost = kAmxPositions * g.kg * g.cg * g.taps;
+  NnParallelFor(
+      p.num_threads, p.n * p.group * g.blocks, cost,
+      [&ctx](int64_t begin, int64_t end, int thread) { AmxUnits(ctx, begin, end, thread); });
+}
+
+/// The AMX layout: [group][pair][channel block of 16][tap][chunk] A tiles, each 16 output
+/// channels x kq quads of 4 input channels (row stride kq * 4), zero past K/group and C/group.
+void PackQConvAmx(const QConvParams& p, PackedQConvWeights* w) {
+  const AmxGeometry g = AmxGeometryOf(p);
+  const int64_t cg = g.cg;
+  w->packed = Tensor::AllocateStorage(p.group * g.pairs * 2 * g.taps * g.chunks * g.a_bytes);
+  uint8_t* dst = w->packed.get();
+  for (int64_t grp = 0; grp < p.group; ++grp) {
+    for (int64_t blk = 0; blk < 2 * g.pairs; ++blk) {
+      for (int64_t tap = 0; tap < g.taps; ++tap) {
+        for (int64_t chunk = 0; chunk < g.chunks; ++chunk) {
+          for (int64_t r = 0; r < kAmxRows; ++r) {
+            for (int64_t i = 0; i < g.kq * 4; ++i) {
+              const int64_t k = blk * kAmxRows + r, ch = chunk * g.kq * 4 + i;
+              *dst++ =
+                  k < g.kg && ch < cg
+                      ? static_cast<uint8_t>(p.weights[((grp * g.kg + k) * cg + ch) * g.taps + tap])
+                      : 0;
+            }
+          }
+        }
+      }
+    }
+  }
+  w->layout = PackedQConvWeights::Layout::kAmxDirect;
+}
+
 }  // namespace
 
-void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
+bool QConvAmxTakes(const QConvParams& p) {
+  return !QConvDepthwiseVnniFits(p) && p.c / p.group >= 32;
+}
+
+void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w, bool amx) {
   const int64_t cg = p.c / p.group, kg = p.k / p.group;
   if (QConvDepthwiseVnniFits(p)) {
     PackQConvDepthwiseVnni(p, w);
+    return;
+  }
+  if (amx && QConvAmxTakes(p)) {
+    PackQConvAmx(p, w);
     return;
   }
   if (QConvPointwiseVnniPacks(p)) {
@@ -342,7 +585,7 @@ void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w) {
 bool QConvFusesResidual(const QConvParams& p, const PackedQConvWeights& w) {
   using Layout = PackedQConvWeights::Layout;
   return (w.layout == Layout::kVnniDirect || w.layout == Layout::kVnniPointwise ||
-          w.layout == Layout::kVnniSmallMap) &&
+          w.layout == Layout::kVnniSmallMap || w.layout == Layout::kAmxDirect) &&
          VnniRequantApplies(p.multiplier, p.k, p.zp_out) && ResidualAddApplies(p.add);
 }
 
@@ -357,6 +600,9 @@ int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& 
   if (w.layout == PackedQConvWeights::Layout::kVnniSmallMap) {
     return 64 + TapOffsetsBytes(p) + threads * QConvSmallMapVnniThreadBytes(p);
   }
+  if (w.layout == PackedQConvWeights::Layout::kAmxDirect) {
+    return 64 + TapOffsetsBytes(p) + threads * AmxGeometryOf(p).thread_bytes;
+  }
   const DirectGeometry g = DirectGeometryOf(p);
   return 64 + TapOffsetsBytes(p) + threads * g.image_bytes;
 }
@@ -370,6 +616,8 @@ QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void*
     QConvPointwiseVnni(p, w, ws);
   } else if (w.layout == PackedQConvWeights::Layout::kVnniSmallMap) {
     QConvSmallMapVnni(p, w, ws);
+  } else if (w.layout == PackedQConvWeights::Layout::kAmxDirect) {
+    DirectConvAmx(p, w, ws);
   } else {
     DirectConv(p, w, ws);
   }

@@ -12,6 +12,8 @@ namespace qcc::cpu {
 
 bool QInt8HasVnni() { return Cpu().avx512_vnni() && Cpu().avx512vbmi && Cpu().avx512vbmi2; }
 
+bool QInt8HasAmx() { return QInt8HasVnni() && Cpu().avx512_amx(); }
+
 bool QInt8HasAvx2() { return Cpu().avx2; }
 
 namespace {
@@ -46,10 +48,10 @@ PackedQGemmWeights PackQGemmWeights(const QGemmParams& p, QKernelPath path) {
   w.n = p.n;
   w.k = p.k;
   w.weights.assign(p.b, p.b + p.n * p.k);
-  if (path == QKernelPath::kFastest && QInt8HasVnni()) {
+  if ((path == QKernelPath::kFastest || path == QKernelPath::kVnni) && QInt8HasVnni()) {
     internal::PackQGemmVnni(p, &w);
-  } else if (path != QKernelPath::kReference && QInt8HasAvx2()) {
-    internal::PackQGemmAvx2(p, &w);
+  } else if (path == QKernelPath::kFastest || path == QKernelPath::kAvx2) {
+    if (QInt8HasAvx2()) internal::PackQGemmAvx2(p, &w);
   }
   return w;
 }

@@ -27,13 +27,17 @@
 
 namespace qcc::cpu {
 
-/// Which implementation weight packing prepares: the fastest this CPU runs (VNNI, else AVX2,
-/// else the reference), the reference, or the AVX2 paths (the reference on CPUs without AVX2;
-/// tests use it to check the AVX2 paths on CPUs that also have VNNI).
-enum class QKernelPath { kFastest, kReference, kAvx2 };
+/// Which implementation weight packing prepares: the fastest this CPU runs (AMX for the convs
+/// it takes, else VNNI, else AVX2, else the reference), the reference, the AVX2 paths (the
+/// reference on CPUs without AVX2) or the VNNI paths without AMX (the reference on CPUs
+/// without VNNI). Tests use kAvx2 and kVnni to check those paths on CPUs that have more.
+enum class QKernelPath { kFastest, kReference, kAvx2, kVnni };
 
 /// True when this CPU runs the int8 VNNI fast paths (AVX-512 F/BW/VL/VNNI/VBMI/VBMI2).
 bool QInt8HasVnni();
+
+/// True when it also runs the AMX-INT8 tile path of the convolution (and the OS lets it).
+bool QInt8HasAmx();
 
 /// True when this CPU runs the int8 AVX2 fast paths.
 bool QInt8HasAvx2();

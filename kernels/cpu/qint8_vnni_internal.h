@@ -67,6 +67,62 @@ QCC_VNNI inline __m128i RequantizeX16(__m512i acc, __m512 multiplier, __m512i zp
   return _mm512_maskz_cvtepi32_epi8(0xFFFF, RequantizeI32X16(acc, multiplier, zp, lo_f, hi_f));
 }
 
+/// True when RequantizePackX48 gives Requantize's bits (besides VnniRequantApplies): [lo, hi]
+/// within int8 and every |multiplier| at most 0.5, so |float(acc) * m| <= 2^30 and its rounding
+/// plus zp is exact in int32.
+inline bool PackedRequantApplies(const float* multiplier, int64_t n, int32_t lo, int32_t hi) {
+  if (lo < -128 || hi > 127 || lo > hi) return false;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(std::fabs(multiplier[i]) <= 0.5f)) return false;
+  }
+  return true;
+}
+
+/// RequantizePackX48's constants.
+struct alignas(64) PackedRequantV {
+  __m512i zp;      // zp_out in every int32 lane
+  __m512i lo, hi;  // lo, hi in every byte
+  __m512i order;   // dword k: the packed dword (4 * (k % 4) + k / 4)
+  bool add_zp;     // zp_out != 0
+};
+
+QCC_VNNI inline PackedRequantV MakePackedRequantV(int32_t zp_out, int32_t lo, int32_t hi) {
+  PackedRequantV k;
+  k.zp = _mm512_set1_epi32(zp_out);
+  k.lo = _mm512_set1_epi8(static_cast<char>(lo));
+  k.hi = _mm512_set1_epi8(static_cast<char>(hi));
+  k.order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  k.add_zp = zp_out != 0;
+  return k;
+}
+
+/// Requantize of NV (1 to 3) vectors of 16 int32 lanes (v<j> scaled by m<j>), as int8 in lane
+/// order in the low 16 * NV bytes, under PackedRequantApplies. The same bits as RequantizeX16:
+/// round(float(acc) * m) + zp is exact in int32 there, the two saturating packs make it int8
+/// saturated, and clamping that to [lo, hi] (within int8) equals Saturate's clamp. Per vector it
+/// is 3 or 4 instructions plus a share of 2 packs, a permute and the byte clamp, where
+/// RequantizeX16 takes 8 (its float clamp and 2-uop vpmovsdb).
+QCC_VNNI inline __m512i PackedRequantLanes(__m512i acc, __m512 m, const PackedRequantV& k) {
+  constexpr __mmask16 kAll = 0xFFFF;  // maskz forms: see RequantizeX16
+  const __m512i q =
+      _mm512_maskz_cvt_roundps_epi32(kAll, _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll, acc), m),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return k.add_zp ? _mm512_add_epi32(q, k.zp) : q;
+}
+
+template <int NV>
+QCC_VNNI inline __m512i RequantizePackX48(__m512i v0, __m512i v1, __m512i v2, __m512 m0, __m512 m1,
+                                          __m512 m2, const PackedRequantV& k) {
+  const __m512i a = PackedRequantLanes(v0, m0, k);
+  const __m512i b = NV > 1 ? PackedRequantLanes(v1, m1, k) : a;
+  const __m512i c = NV > 2 ? PackedRequantLanes(v2, m2, k) : a;
+  // Per 128-bit lane L: words a[4L..4L+3], b[4L..]; then bytes a, b, c, c of it as 4 dwords.
+  const __m512i ab = _mm512_packs_epi32(a, b);
+  const __m512i cc = NV > 2 ? _mm512_packs_epi32(c, c) : ab;
+  const __m512i bytes = _mm512_maskz_permutexvar_epi32(0xFFFF, k.order, _mm512_packs_epi16(ab, cc));
+  return _mm512_min_epi8(_mm512_max_epi8(bytes, k.lo), k.hi);
+}
+
 /// The quantized Add fused after a convolution (QConvParams::residual) as vector constants;
 /// `lo`, `hi` are float(add.lo - add.zp_out), float(add.hi - add.zp_out).
 struct alignas(64) ResidualAddV {
@@ -177,8 +233,12 @@ QCC_VNNI inline void InterleaveQuads64(const __m512i r[4], __m512i out[4]) {
 /// the conv, then AddS8 over its output.
 bool QConvFusesResidual(const QConvParams& p, const PackedQConvWeights& w);
 
-/// Fills w's VNNI layout (direct or depthwise, per the header's rules) from p.weights.
-void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w);
+/// Fills w's VNNI layout (direct or depthwise, per the header's rules) from p.weights; with
+/// `amx` (QInt8HasAmx()), the AMX layout for the convolutions QConvAmxTakes.
+void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w, bool amx);
+/// True when the AMX tile path runs `p` (qconv_vnni.cc): not depthwise, and enough channels
+/// per group for the tile multiplies' 64-byte rows to pay.
+bool QConvAmxTakes(const QConvParams& p);
 /// QConvWorkspaceBytes for the VNNI layouts.
 int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w);
 /// QConv for the VNNI layouts; call only when QInt8HasVnni().

@@ -265,6 +265,16 @@ const std::vector<Geometry>& Geometries() {
       // phase planes have lanes that are no output.
       {2, 16, 120, 110, 20, 1, 1},
       {2, 20, 31, 33, 40, 1, 1, 2, 2},
+      // The AMX path (C/group >= 32, not depthwise): quads in equal chunks of <= 16 with the
+      // last chunk reading past C/group (68 channels: 2 chunks of 9 quads for 17; 140: 3 of 12
+      // for 35), over several phases (stride 2) and at the buffer's end; groups; dilation; K in
+      // pairs of 16-channel blocks with partial ones; maps of one 32-position unit and less.
+      {2, 68, 9, 10, 33, 3, 3, 2, 2, 1, 1, 1, 1},
+      {1, 140, 6, 7, 70, 1, 1},
+      {1, 64, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+      {1, 36, 11, 13, 96, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},
+      {3, 128, 4, 5, 17, 1, 1},
+      {1, 48, 3, 3, 65, 3, 3, 1, 1, 1, 1, 1, 1},
   };
   return kAll;
 }
@@ -285,17 +295,28 @@ TEST(Int8ConvTest, ReferencePackingRunsTheReference) {
   EXPECT_EQ(RunPacked(conv, QKernelPath::kReference, 2), RunReference(conv));
 }
 
-/// The fast paths this CPU runs: kFastest (VNNI) when it has VNNI, kAvx2 when it has AVX2
-/// (kFastest is AVX2 then, unless it also has VNNI).
+/// The fast paths this CPU runs: kFastest (AMX and VNNI) when it has VNNI, kVnni (VNNI
+/// without AMX) when it also has AMX, kAvx2 when it has AVX2 (kFastest is AVX2 then, unless it
+/// also has VNNI).
 std::vector<QKernelPath> FastPaths() {
   std::vector<QKernelPath> paths;
   if (QInt8HasVnni()) paths.push_back(QKernelPath::kFastest);
+  if (QInt8HasAmx()) paths.push_back(QKernelPath::kVnni);
   if (QInt8HasAvx2()) paths.push_back(QKernelPath::kAvx2);
   return paths;
 }
 
 std::string PathName(QKernelPath path) {
-  return path == QKernelPath::kAvx2 ? "avx2" : path == QKernelPath::kFastest ? "fastest" : "ref";
+  switch (path) {
+    case QKernelPath::kAvx2:
+      return "avx2";
+    case QKernelPath::kVnni:
+      return "vnni";
+    case QKernelPath::kFastest:
+      return "fastest";
+    default:
+      return "ref";
+  }
 }
 
 #define SKIP_WITHOUT_FAST_PATH() \
@@ -320,6 +341,25 @@ TEST(Int8ConvTest, FastestPicksVnniElseAvx2) {
   }
   const Layout forced = PackQConvWeights(conv.p, QKernelPath::kAvx2).layout;
   EXPECT_EQ(forced, QInt8HasAvx2() ? Layout::kAvx2Direct : Layout::kReference);
+}
+
+// Which convolutions the AMX path takes (a pure function of the shape): dense or grouped ones
+// of at least 32 channels per group, not depthwise; kFastest packs them for it where the CPU
+// has AMX, kVnni never.
+TEST(Int8ConvTest, AmxTakesConvsOfAtLeast32ChannelsPerGroup) {
+  const auto takes = [](const Geometry& g) { return internal::QConvAmxTakes(Conv(g).p); };
+  EXPECT_TRUE(takes({1, 32, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1}));
+  EXPECT_TRUE(takes({1, 512, 13, 13, 1000, 1, 1}));
+  EXPECT_TRUE(takes({1, 64, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}));
+  EXPECT_FALSE(takes({1, 16, 112, 112, 96, 1, 1}));
+  EXPECT_FALSE(takes({1, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4}));
+  EXPECT_FALSE(takes({1, 96, 28, 28, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 96}));
+  using Layout = PackedQConvWeights::Layout;
+  const Conv dense({1, 512, 13, 13, 1000, 1, 1});
+  EXPECT_EQ(PackQConvWeights(dense.p).layout == Layout::kAmxDirect, QInt8HasAmx());
+  EXPECT_NE(PackQConvWeights(dense.p, QKernelPath::kVnni).layout, Layout::kAmxDirect);
+  EXPECT_EQ(PackQConvWeights(dense.p, QKernelPath::kVnni).layout == Layout::kReference,
+            !QInt8HasVnni());
 }
 
 // Which depthwise shapes the VNNI layout runs channel-blocked (a pure function of the shape,
@@ -475,6 +515,34 @@ TEST(Int8ConvFastTest, BitIdenticalWhenTheBiasWraps) {
   }
 }
 
+TEST(Int8ConvFastTest, BitIdenticalAtTheEndsOfThePackedRequantization) {
+  // The packing epilogue (RequantizePackX48) runs when every |multiplier| <= 0.5: biases at the
+  // ends of int32 make |acc * m| reach 2^30 there. One multiplier above 0.5 sends the conv to
+  // the float-clamping epilogue, whose products pass 2^31; both must give the reference's bits.
+  SKIP_WITHOUT_FAST_PATH();
+  for (const QKernelPath path : FastPaths()) {
+    for (const Geometry& g : {Geometries()[1], Geometries()[19], Geometries()[20],
+                              Geometries()[Geometries().size() - 6]}) {
+      for (const float big : {0.5f, 0.75f, 3.0f, 1e6f}) {
+        SCOPED_TRACE(absl::StrCat(PathName(path), ": ", Describe(g), ", multiplier ", big));
+        Conv conv(g);
+        Randomize(conv, 31);
+        const std::vector<float> halves = {0.5f, -0.5f, 0.4999f, 1e-9f, -0.25f};
+        for (int64_t k = 0; k < conv.p.k; ++k) {
+          conv.bias[k] = k % 2 == 0 ? std::numeric_limits<int32_t>::max() - 40000
+                                    : std::numeric_limits<int32_t>::min() + 40000;
+          conv.multiplier[k] = halves[k % halves.size()];
+        }
+        conv.multiplier[conv.p.k - 1] = big;
+        EXPECT_EQ(
+            internal::PackedRequantApplies(conv.multiplier.data(), conv.p.k, conv.p.lo, conv.p.hi),
+            big <= 0.5f);
+        EXPECT_EQ(RunPacked(conv, path, 2), RunReference(conv));
+      }
+    }
+  }
+}
+
 TEST(Int8ConvFastTest, OddMultipliersAndZeroPointsFallBackToTheReference) {
   // NaN and infinite multipliers (never emitted by the compiler) and a zp_out outside int8 are
   // outside the fast epilogue's preconditions: QConv must still give the contract's bits.
@@ -600,6 +668,9 @@ TEST(Int8ConvFastTest, FusedResidualBitIdenticalToReference) {
     EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kVnniDirect)));
     EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kVnniPointwise)));
     EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kVnniSmallMap)));
+  }
+  if (QInt8HasAmx()) {
+    EXPECT_TRUE(fused_layouts.contains(static_cast<int>(Layout::kAmxDirect)));
   }
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Every CPU path gives the same bits: int8 plans of real models run under each QCC_CPU_FEATURES
-cap (native, avx512 without VNNI/VBMI, avx2, baseline x86-64) and their outputs must be
-byte-identical (kernels/cpu/cpu_features.h). On this CPU the caps pick the AVX-512 VNNI,
-AVX-512, AVX2 and plain kernels of the int8 GEMM and convolutions, the dynamic GEMM's row
+cap (native, vnni without AMX, avx512 without VNNI/VBMI, avx2, baseline x86-64) and their
+outputs must be byte-identical (kernels/cpu/cpu_features.h). On this CPU the caps pick the AMX
+convolution (where the CPU has AMX-INT8), the AVX-512 VNNI, AVX-512, AVX2 and plain kernels of the int8 GEMM and convolutions, the dynamic GEMM's row
 quantization, the int8 attention, and every QCC_SIMD_VARIANTS loop (GELU, LayerNorm, softmax).
 A cap wider than the CPU runs what the CPU has, so on a narrower CPU the check is weaker, not
 wrong; the script says which paths it could compare.
@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 
-CAPS = ["native", "avx512", "avx2", "baseline"]
+CAPS = ["native", "vnni", "avx512", "avx2", "baseline"]
 
 
 def qcc(args, *cmd, env=None):
@@ -67,8 +67,8 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     flags = cpu_flags()
-    have = [name for name, flag in (("avx512 VNNI", "avx512_vnni"), ("avx512", "avx512f"),
-                                    ("avx2", "avx2")) if flag in flags]
+    have = [name for name, flag in (("AMX-INT8", "amx_int8"), ("avx512 VNNI", "avx512_vnni"),
+                                    ("avx512", "avx512f"), ("avx2", "avx2")) if flag in flags]
     print(f"this CPU has: {', '.join(have) or 'none of avx2/avx512'}; the caps below compare "
           "those paths with each other and with the plain one")
 
