@@ -227,8 +227,11 @@ def roofline(results):
     against this CPU's measured peak for the instructions the kernels use (bench/cpu_peak)."""
     peak = results["meta"].get("peak") or {}
     fp32_isa = "avx512-fma" if "avx512-fma" in peak else "avx2-fma"
-    # Without VNNI, qcc's int8 kernels are AVX2's exact int16 form (vpmaddwd).
-    int8_isa = ("avx512-vnni" if "avx512-vnni" in peak else
+    # With AMX-INT8 qcc's int8 convolutions of >= 32 channels per group run on its tiles (the
+    # others on VNNI): the tiles' peak is the ceiling. Without VNNI, qcc's int8 kernels are
+    # AVX2's exact int16 form (vpmaddwd).
+    int8_isa = ("amx-int8" if "amx-int8" in peak else
+                "avx512-vnni" if "avx512-vnni" in peak else
                 "avx2-int16" if "avx2-int16" in peak else None)
     models = [r for r in results["models"] if r.get("multiply_adds")]
     if not peak or not models:

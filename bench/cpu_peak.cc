@@ -5,6 +5,9 @@
 // bench/compare-ort divide a plan's multiply-adds per second by these. One line each:
 //   cpu_peak: isa=avx512-fma threads=1 gflops=...      (2 operations per multiply-add)
 //   cpu_peak: isa=avx512-vnni threads=1 gops=...
+// amx-int8 is tdpbssd on four independent 16 x 16 int32 tiles (16 * 16 * 64 multiply-adds each),
+// where the CPU has AMX-INT8 and Linux grants the tile state (qcc's int8 convolutions of >= 32
+// channels per group run on it; the others on avx512-vnni).
 // avx2-u8s8 is not a qcc kernel's: it is ONNX Runtime's AVX2 u8s8 step (vpmaddubsw, whose int16
 // pair sums saturate, + vpmaddwd by ones + vpaddd: 32 multiply-adds), for comparison.
 // An ISA this CPU lacks prints nothing. Each figure is the best of three tries of about
@@ -12,6 +15,8 @@
 //
 //   build/bench/cpu_peak [--threads T] [--seconds S]
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -74,6 +79,55 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) float DpbusdZmm(long ite
   _mm512_storeu_si512(lanes, s);
   int64_t t = 0;
   for (int32_t v : lanes) t += v;
+  return static_cast<float>(t);
+}
+
+/// AMX-TILE and AMX-INT8 in CPUID leaf 7 (EDX bits 24, 25), and the tile state granted.
+bool AmxUsable() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+/// Rounds of 4 tdpbssd (C tiles 0-3 from A tiles 4, 5 and B tiles 6, 7, all 16 x 64 bytes).
+__attribute__((target("amx-tile,amx-int8"), noinline)) float TdpbssdTiles(long iters) {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = 16;
+    config.colsb[t] = 64;
+  }
+  alignas(64) int8_t ones[16 * 64];
+  for (int8_t& v : ones) v = 1;
+  alignas(64) int32_t out[16 * 16];
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  for (long n = 0; n < iters; ++n) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+  int64_t t = 0;
+  _tile_stored(0, out, 64);
+  for (int32_t v : out) t += v;
+  _tile_stored(3, out, 64);
+  for (int32_t v : out) t += v;
+  _tile_release();
   return static_cast<float>(t);
 }
 
@@ -189,6 +243,7 @@ int main(int argc, char** argv) {
        kChains * 8 * 2.0},
       {"avx512-vnni", "gops", __builtin_cpu_supports("avx512vnni") != 0, DpbusdZmm,
        kChains * 64 * 2.0},
+      {"amx-int8", "gops", AmxUsable(), TdpbssdTiles, 4 * 16 * 16 * 64 * 2.0},
       {"avx2-int16", "gops", __builtin_cpu_supports("avx2") != 0, IntChains<MaddwdStep>,
        kIntChains * 16 * 2.0},
       {"avx2-u8s8", "gops", __builtin_cpu_supports("avx2") != 0, IntChains<MaddubswStep>,

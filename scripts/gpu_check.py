@@ -309,6 +309,8 @@ def cpu_levels():
         levels.append("avx2")
     if {"avx512f", "avx512bw", "avx512vl"} <= flags:
         levels.append("avx512")
+    if "amx_int8" in flags:
+        levels.append("vnni")
     if flags & {"avx512_vnni", "avx512_vbmi", "avx512_vbmi2"}:
         levels.append("native")
     return levels
