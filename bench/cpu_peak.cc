@@ -15,8 +15,6 @@
 //
 //   build/bench/cpu_peak [--threads T] [--seconds S]
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +25,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "kernels/cpu/cpu_features.h"  // Cpu().amx_int8: CPUID and the OS grant
 
 namespace {
 
@@ -80,14 +80,6 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) float DpbusdZmm(long ite
   int64_t t = 0;
   for (int32_t v : lanes) t += v;
   return static_cast<float>(t);
-}
-
-/// AMX-TILE and AMX-INT8 in CPUID leaf 7 (EDX bits 24, 25), and the tile state granted.
-bool AmxUsable() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
-  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
 }
 
 struct alignas(64) TileConfig {
@@ -243,7 +235,7 @@ int main(int argc, char** argv) {
        kChains * 8 * 2.0},
       {"avx512-vnni", "gops", __builtin_cpu_supports("avx512vnni") != 0, DpbusdZmm,
        kChains * 64 * 2.0},
-      {"amx-int8", "gops", AmxUsable(), TdpbssdTiles, 4 * 16 * 16 * 64 * 2.0},
+      {"amx-int8", "gops", qcc::cpu::Cpu().amx_int8, TdpbssdTiles, 4 * 16 * 16 * 64 * 2.0},
       {"avx2-int16", "gops", __builtin_cpu_supports("avx2") != 0, IntChains<MaddwdStep>,
        kIntChains * 16 * 2.0},
       {"avx2-u8s8", "gops", __builtin_cpu_supports("avx2") != 0, IntChains<MaddubswStep>,

@@ -229,6 +229,22 @@ using TileFn = void (*)(const uint32_t*, const uint8_t*, const int64_t*, int64_t
                         const TileOut&);
 constexpr TileFn kTiles[kMaxNv] = {ConvTile<1>, ConvTile<2>, ConvTile<3>};
 
+/// Bit l set for each of the `lanes` (<= 64) virtual positions from v0 that is an output (its
+/// column within the phase plane is < out_w).
+uint64_t ValidLanes(const PhasePlanes& g, int64_t v0, int64_t lanes) {
+  uint64_t valid = 0;
+  for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
+    if (col < g.ow) valid |= uint64_t{1} << l;
+    if (++col == g.phase_w) col = 0;
+  }
+  return valid;
+}
+
+/// The output position of the first output at or after virtual position v0.
+int64_t FirstOutput(const PhasePlanes& g, int64_t v0) {
+  return v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
+}
+
 /// Where one tile's outputs go, apart from its output channels.
 struct TilePlace {
   uint64_t valid;  // TileOut::valid
@@ -276,12 +292,8 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
         TilePlace& pl = places[i];
         pl.v0 = TileBegin(g, t0 + i);
         const int64_t lanes = std::min(TileBegin(g, t0 + i + 1), g.v) - pl.v0;
-        pl.valid = 0;
-        for (int64_t l = 0, col = pl.v0 % g.phase_w; l < lanes; ++l) {
-          if (col < g.ow) pl.valid |= uint64_t{1} << l;
-          if (++col == g.phase_w) col = 0;
-        }
-        pl.out0 = pl.v0 / g.phase_w * g.ow + std::min(pl.v0 % g.phase_w, g.ow);
+        pl.valid = ValidLanes(g, pl.v0, lanes);
+        pl.out0 = FirstOutput(g, pl.v0);
         pl.nv = CeilDiv(lanes, 16);
       }
       auto run = [&](const TilePlace& pl, int64_t kb) {
@@ -436,13 +448,9 @@ QCC_AMX void AmxUnits(const AmxContext& ctx, int64_t begin, int64_t end, int thr
                     (last + 1) * kAmxPositions + g.max_offset);
     for (int64_t b = first; b <= last; ++b) {
       const int64_t v0 = b * kAmxPositions, lanes = std::min(kAmxPositions, g.v - v0);
-      uint64_t valid = 0;
-      for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
-        if (col < g.ow) valid |= uint64_t{1} << l;
-        if (++col == g.phase_w) col = 0;
-      }
+      const uint64_t valid = ValidLanes(g, v0, lanes);
       if (valid == 0) continue;
-      const int64_t out0 = v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
+      const int64_t out0 = FirstOutput(g, v0);
       const bool two = lanes > 16;
       o.valid = valid;
       o.count = __builtin_popcountll(valid);
