@@ -674,6 +674,8 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::RunWhole(
       out.push_back(std::move(t));
     }
     OpContext ctx = context_for(*node, in, out);
+    ctx.round_to_f16 = upcast && !out.empty() && out[0].dtype() == DType::kFloat32 &&
+                       out_types[0].dtype == DType::kFloat16;
     QCC_RETURN_IF_ERROR(entry.run(ctx));
     for (size_t i = 0; i < out.size(); ++i) {
       const ir::Value* v = node->output(static_cast<int>(i));
@@ -681,7 +683,7 @@ absl::StatusOr<std::vector<Tensor>> Evaluator::RunWhole(
         // An fp16 value in its fp32 form: an fp32 op's result rounded to fp16 in place (a
         // mover's is already), its fp16 tensor made only for a reader that needs it.
         if (remaining[v] == 0 && !options_.on_value) continue;
-        if (upcast) {
+        if (upcast && !(i == 0 && ctx.rounded_to_f16)) {
           RoundF32ToF16InPlace(out[i].numel(), out[i].data<float>(), options_.num_threads);
         }
         widened[v] = std::move(out[i]);

@@ -44,6 +44,12 @@ struct OpContext {
   /// (the Conv has none), and `outputs` is the Add's. Null for a plain Conv.
   const Tensor* residual = nullptr;
   const ir::Node* residual_add = nullptr;
+  /// Set by the evaluator when output 0 is an fp16 value computed in fp32 (an fp16 model): the
+  /// op may round it to fp16 itself (Conv does, in its kernels' epilogue, where the values are
+  /// still in registers) and then sets `rounded_to_f16`; otherwise the evaluator rounds it in a
+  /// pass of its own. Both give RoundF32ToF16InPlace's bits.
+  bool round_to_f16 = false;
+  bool rounded_to_f16 = false;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs[i].defined(); }

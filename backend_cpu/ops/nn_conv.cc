@@ -74,7 +74,10 @@ absl::Status RunConv(OpContext& ctx) {
   const std::vector<float>& packed =
       ctx.packed_conv_weights != nullptr && fits ? *ctx.packed_conv_weights : kNotPacked;
   float* workspace = ScratchF32(ConvF32WithPackedWorkspaceSize(p, packed));
+  // An fp16 model's Conv: its output rounded to fp16 in the kernels' epilogue, not in a pass.
+  p.activation.round_to_f16 = ctx.round_to_f16;
   ConvF32WithPacked(p, x.data<float>(), w.data<float>(), packed, bias, y.data<float>(), workspace);
+  ctx.rounded_to_f16 = ctx.round_to_f16;
   return absl::OkStatus();
 }
 

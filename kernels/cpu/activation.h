@@ -14,13 +14,18 @@ struct ActivationF32 {
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
   float negative_slope = 1.0f;
+  /// Then rounds each result to the nearest fp16 value (ties to even) and widens it back, as an
+  /// fp16 model's op stores its output (RoundF32ToF16InPlace's bits). Only ConvF32 and the
+  /// AVX-512 conv microkernels behind it honour it (conv.h); operator() and ApplyActivationF32
+  /// do not round.
+  bool round_to_f16 = false;
 
   /// True when the activation changes nothing (kernels then skip it).
   bool is_identity() const {
     return negative_slope == 1.0f && lo == -std::numeric_limits<float>::infinity() &&
-           hi == std::numeric_limits<float>::infinity();
+           hi == std::numeric_limits<float>::infinity() && !round_to_f16;
   }
-  /// The activation of one value.
+  /// The activation of one value (without the rounding).
   float operator()(float v) const {
     v = v < 0.0f ? v * negative_slope : v;
     v = v < lo ? lo : v;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/prefetch.h"
+#include "kernels/cpu/qelementwise.h"
 
 namespace qcc::cpu {
 
@@ -277,8 +278,9 @@ bool UseDepthwiseDirect(const ConvF32Params& p) {
 
 namespace {
 
-/// The paths that add ConvF32Params::residual in their epilogue: the AVX-512 microkernels.
-bool ResidualInKernel(const ConvF32Params& p) {
+/// The paths that add ConvF32Params::residual and round to fp16 (ActivationF32::round_to_f16)
+/// in their epilogue: the AVX-512 microkernels.
+bool EpilogueInKernel(const ConvF32Params& p) {
   return ConvF32HasAvx512() && !UseDepthwiseDirect(p);
 }
 
@@ -294,19 +296,29 @@ void AddResidualAndActivate(const ConvF32Params& p, float* y) {
                       });
 }
 
-/// Runs `conv` on `p`, or, when p has a residual that the path `conv` takes would not add, on p
-/// without the residual and the activation, then adds and applies them.
+/// Runs `conv` on `p`, or, when p has a residual or an fp16 rounding that the path `conv` takes
+/// would not apply: on p without the residual and the activation, then adds and applies them
+/// (without the residual: on p without the rounding), then rounds y in a pass of its own.
 template <typename Conv>
-void WithResidual(const ConvF32Params& p, float* y, Conv&& conv) {
-  if (p.residual == nullptr || ResidualInKernel(p)) {
+void WithEpilogue(const ConvF32Params& p, float* y, Conv&& conv) {
+  if ((p.residual == nullptr && !p.activation.round_to_f16) || EpilogueInKernel(p)) {
     conv(p);
     return;
   }
   ConvF32Params q = p;
-  q.residual = nullptr;
-  q.activation = ActivationF32{};
-  conv(q);
-  AddResidualAndActivate(p, y);
+  q.activation.round_to_f16 = false;
+  if (p.residual != nullptr) {
+    ConvF32Params act = q;
+    q.residual = nullptr;
+    q.activation = ActivationF32{};
+    conv(q);
+    AddResidualAndActivate(act, y);
+  } else {
+    conv(q);
+  }
+  if (p.activation.round_to_f16) {
+    RoundF32ToF16InPlace(p.batch * p.out_channels * p.out_size(), y, p.num_threads);
+  }
 }
 
 }  // namespace
@@ -343,7 +355,7 @@ void ConvF32Dispatch(const ConvF32Params& p, const float* x, const float* w, con
 
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace) {
-  WithResidual(p, y, [&](const ConvF32Params& q) { ConvF32Dispatch(q, x, w, bias, y, workspace); });
+  WithEpilogue(p, y, [&](const ConvF32Params& q) { ConvF32Dispatch(q, x, w, bias, y, workspace); });
 }
 
 std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
@@ -388,7 +400,7 @@ void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
     ConvF32(p, x, w, bias, y, workspace);
     return;
   }
-  WithResidual(p, y, [&](const ConvF32Params& q) {
+  WithEpilogue(p, y, [&](const ConvF32Params& q) {
     if (ConvF32HasAvx512()) {
       ConvF32Im2colAvx512Packed(q, x, packed.data(), bias, y, workspace);
     } else {

@@ -24,7 +24,9 @@ struct ConvF32Params {
   std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1}, pad{0, 0, 0};
   int num_threads = 1;  // for im2col, the depthwise kernel and the GEMMs
   /// Applied to every output in the kernel's epilogue (ConvF32 and the kernels behind it; the
-  /// transposed convolution ignores it).
+  /// transposed convolution ignores it). Its round_to_f16 (an fp16 model's Conv) the AVX-512
+  /// microkernels apply in their epilogue too, after the residual and the activation; on the
+  /// other paths ConvF32 rounds y in a pass after the convolution, with the same bits.
   ActivationF32 activation;
   /// When not null, a tensor of y's shape added to every output before the activation: y =
   /// act(conv + residual), each sum rounded once as a separate Add would (a ResNet's shortcut).

@@ -30,6 +30,7 @@
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/prefetch.h"
+#include "kernels/cpu/round_half_avx512.h"
 
 namespace qcc::cpu {
 
@@ -50,6 +51,7 @@ using internal::Activate;
 using internal::ClampBelow;
 using internal::ClampsBelowOnly;
 using internal::OddLineStride;
+using internal::RoundToHalfV;
 
 /// The lanes of a tile's vectors of positions that are inside y: vector v's 16 bits at bit 16v.
 /// One 64-bit word, not three 16-bit masks: a tile's arguments go on the stack, and a struct
@@ -230,6 +232,12 @@ Geometry GeometryOf(const ConvF32Params& p) {
   if (rc != nullptr) {                                                                      \
     QCC_RES(0) QCC_RES(1) QCC_RES(2) QCC_RES(3) QCC_RES(4) QCC_RES(5) QCC_RES(6) QCC_RES(7) \
   }
+#define QCC_ROUND(r)                             \
+  if (r < MR) {                                  \
+    c##r##0 = RoundToHalfV(c##r##0);             \
+    if (NV > 1) c##r##1 = RoundToHalfV(c##r##1); \
+    if (NV > 2) c##r##2 = RoundToHalfV(c##r##2); \
+  }
 #define QCC_CLAMP(r)                               \
   if (r < MR) {                                    \
     c##r##0 = ClampBelow(c##r##0, lo);             \
@@ -238,7 +246,7 @@ Geometry GeometryOf(const ConvF32Params& p) {
   }
 // Applies `act` (null: none) to the block, once per tile after the whole K loop; a ReLU as one
 // max a register (ClampBelow; the four operations of Activate were a tenth of the FP work of
-// a tile with K = 16).
+// a tile with K = 16). Then, for an fp16 model, each value rounded to fp16 (RoundToHalfV).
 #define QCC_ACT_ALL                                                                              \
   if (act != nullptr) {                                                                          \
     const __m512 lo = _mm512_set1_ps(act->lo);                                                   \
@@ -249,6 +257,10 @@ Geometry GeometryOf(const ConvF32Params& p) {
       const __m512 hi = _mm512_set1_ps(act->hi);                                                 \
       const __m512 slope = _mm512_set1_ps(act->negative_slope);                                  \
       QCC_ACT(0) QCC_ACT(1) QCC_ACT(2) QCC_ACT(3) QCC_ACT(4) QCC_ACT(5) QCC_ACT(6) QCC_ACT(7)    \
+    }                                                                                            \
+    if (act->round_to_f16) {                                                                     \
+      QCC_ROUND(0)                                                                               \
+      QCC_ROUND(1) QCC_ROUND(2) QCC_ROUND(3) QCC_ROUND(4) QCC_ROUND(5) QCC_ROUND(6) QCC_ROUND(7) \
     }                                                                                            \
   }
 #define QCC_STORE(r)                                                  \
@@ -345,6 +357,7 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
 #undef QCC_ACT
 #undef QCC_CLAMP
 #undef QCC_ACT_ALL
+#undef QCC_ROUND
 #undef QCC_STORE_ALL
 
 using TileFn = void (*)(int64_t, const float*, const float*, int64_t, const float*, const float*,

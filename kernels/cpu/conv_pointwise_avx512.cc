@@ -15,6 +15,7 @@
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
 #include "kernels/cpu/prefetch.h"
+#include "kernels/cpu/round_half_avx512.h"
 
 namespace qcc::cpu::internal {
 
@@ -41,11 +42,13 @@ constexpr int kTp = 12;  // most positions of a transposed tile
 
 /// What a transposed tile does to each channel's positions before it stores them: with a
 /// residual (`rc`, at the tile's place with y's strides), adds it and then applies the activation
-/// (the tile applies the activation itself otherwise, before transposing).
+/// (the tile applies the activation itself otherwise, before transposing); then, for an fp16
+/// model (ActivationF32::round_to_f16), rounds them to fp16.
 struct TransposedEpilogue {
   const float* rc = nullptr;
   __m512 lo, hi, slope;
   bool activate = false;
+  bool round = false;
 };
 
 /// Channel `ch`'s positions (the lanes of `first`) of a transposed tile, with `e` applied, to its
@@ -56,6 +59,7 @@ QCC_AVX512 inline void StoreChannel(__m512 v, float* y, int64_t ldy, int ch,
     v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(first, e.rc + ch * ldy));
     if (e.activate) v = Activate(v, e.lo, e.hi, e.slope);
   }
+  if (e.round) v = RoundToHalfV(v);
   _mm512_mask_storeu_ps(y + ch * ldy, first, v);
 }
 
@@ -143,7 +147,7 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
     slope = _mm512_set1_ps(act->negative_slope);
   }
   // With a residual the activation comes after it, at the store.
-  TransposedEpilogue e{rc, lo, hi, slope, act != nullptr};
+  TransposedEpilogue e{rc, lo, hi, slope, act != nullptr, act != nullptr && act->round_to_f16};
   if (rc == nullptr) {
     QCC_T_ALL(QCC_T_ACTIVATE)
   }

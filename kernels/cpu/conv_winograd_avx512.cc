@@ -36,6 +36,7 @@
 #include "kernels/cpu/conv_avx512_internal.h"
 #include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/round_half_avx512.h"
 
 namespace qcc::cpu::internal {
 
@@ -218,7 +219,7 @@ QCC_AVX512 void PointProduct(int64_t k, const float* u, const float* v, float* o
 
 /// y's 2x2 outputs of output channel m for one vector of tiles, from its 16 points `pt`
 /// (`point_stride` floats apart): A^T P A with A^T = [1 1 1 0; 0 1 -1 -1], rows then columns,
-/// then + bias, + residual, activation, stored by run.
+/// then + bias, + residual, activation (and the fp16 rounding), stored by run.
 QCC_AVX512 void TransformOutput(const Geometry& g, const float* pt, int64_t point_stride,
                                 const Runs& runs, int64_t m, float bias, const float* residual,
                                 const ActivationF32* act, float* y) {
@@ -240,6 +241,7 @@ QCC_AVX512 void TransformOutput(const Geometry& g, const float* pt, int64_t poin
   const __m512 hi = act != nullptr ? _mm512_set1_ps(act->hi) : _mm512_setzero_ps();
   const __m512 slope = act != nullptr ? _mm512_set1_ps(act->negative_slope) : _mm512_setzero_ps();
   const bool clamp_below = act != nullptr && ClampsBelowOnly(*act);
+  const bool round = act != nullptr && act->round_to_f16;
   for (int a = 0; a < 2; ++a) {
     const __m512 y0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(t[a][0], t[a][1]), t[a][2]), b);
     const __m512 y1 = _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
@@ -263,6 +265,7 @@ QCC_AVX512 void TransformOutput(const Geometry& g, const float* pt, int64_t poin
         } else if (act != nullptr) {
           v = Activate(v, lo, hi, slope);
         }
+        if (round) v = RoundToHalfV(v);
         _mm512_mask_storeu_ps(y + at + 16 * h, mask, v);
       }
     }

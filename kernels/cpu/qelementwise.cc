@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/round_half_avx512.h"
 #include "kernels/cpu/simd_dispatch.h"
 #include "kernels/cpu/symmetric_s8.h"
 #include "support/float16.h"
@@ -180,15 +181,8 @@ QCC_AVX512_INT8 void F16ToF32Avx512(int64_t n, const uint16_t* x, float* y) {
 /// fp16 value), and a NaN lane becomes what the two give it, the quiet NaN of its sign with no
 /// payload (0x7e00 widened).
 QCC_AVX512_INT8 void RoundToHalfAvx512(int64_t n, float* x) {
-  const __m512i sign_bit = _mm512_set1_epi32(static_cast<int>(0x80000000u)),
-                quiet_nan = _mm512_set1_epi32(0x7fc00000);
   ForVectors16(n, [&](int64_t i, __mmask16 m) QCC_AVX512_INT8 {
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    const __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    const __m512i nan_bits =
-        _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign_bit), quiet_nan);
-    _mm512_mask_storeu_ps(x + i, m, _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(nan_bits)));
+    _mm512_mask_storeu_ps(x + i, m, internal::RoundToHalfV(_mm512_maskz_loadu_ps(m, x + i)));
   });
 }
 
