@@ -5,7 +5,8 @@
 // layer 9 an ImageNet stem (3 channels in, 3x3 stride 2, on 112x112 to keep batch 32 small),
 // layers 10 to 15 efficientnet-lite0's (1x1 convs at 112, 7 and 14; depthwise at 7 and 28),
 // 16 squeezenet1.1's conv10 (1x1 at 13x13), 17 and 18 efficientnet-lite0's head and an expand,
-// 19 to 21 squeezenet1.1's 3x3 expand convs at 13x13 and 27x27.
+// 19 to 21 squeezenet1.1's 3x3 expand convs at 13x13 and 27x27, 22 and 23 efficientnet-lite0's
+// 1x1 expands at 14x14 and 56x56.
 // Each benchmark reports GOPS (2 ops per multiply-add); the Resnet20Convs* ones run all 19
 // convolutions of the network in order, so their ratio is the conv part of the int8 speed-up.
 //
@@ -53,7 +54,9 @@ const Layer kLayers[] = {{3, 16, 32, 1, 1},
                          {192, 1152, 7, 1, 0, 1},
                          {48, 192, 13, 1, 0},
                          {64, 256, 13, 1, 0},
-                         {32, 128, 27, 1, 0}};
+                         {32, 128, 27, 1, 0},
+                         {80, 480, 14, 1, 0, 1},
+                         {24, 144, 56, 1, 0, 1}};
 
 int64_t Pad(const Layer& l) { return l.kernel / 2; }
 int64_t OutHw(const Layer& l) { return (l.hw + 2 * Pad(l) - l.kernel) / l.stride + 1; }

@@ -82,6 +82,18 @@ QCC_VNNI void InterleaveRun(const int8_t* const rows[4], int64_t n, uint32_t pad
   TransformRowVector(tail, n - j, 0, 1, n - j, pad_quad, idx, dst + j);
 }
 
+/// InterleaveQuads64 of positions [f0, min(n, f0 + 64)) of rows `src` (null: past C/group;
+/// positions past n read as zero).
+QCC_VNNI inline void InterleaveQuadsAt(const int8_t* const src[4], int64_t f0, int64_t n,
+                                       __m512i out[4]) {
+  const __mmask64 bytes = LowBits64(n - f0);
+  __m512i r[4];
+  for (int q = 0; q < 4; ++q) {
+    r[q] = src[q] != nullptr ? _mm512_maskz_loadu_epi8(bytes, src[q] + f0) : _mm512_setzero_si512();
+  }
+  InterleaveQuads64(r, out);
+}
+
 /// The lanes [first, first + count) of `v` to at[0 .. count): lane first + i to at[i]. The
 /// vector's base (at - first) may lie before the plane; only the masked lanes are written.
 QCC_VNNI inline void StoreLanes(uint32_t* at, int64_t first, int64_t count, __m512i v) {
@@ -113,13 +125,8 @@ QCC_VNNI void FillPaddedStride1Plane(const QConvParams& p, const PhasePlanes& g,
   for (int q = 0; q < 4; ++q) src[q] = rows[q] != nullptr ? rows[q] + y_a * w : nullptr;
   int64_t y = y_a, x = 0;  // the input position of the next dword to store
   for (int64_t f0 = 0; f0 < n; f0 += 64) {
-    const __mmask64 bytes = LowBits64(n - f0);
-    __m512i r[4], out[4];
-    for (int q = 0; q < 4; ++q) {
-      r[q] =
-          src[q] != nullptr ? _mm512_maskz_loadu_epi8(bytes, src[q] + f0) : _mm512_setzero_si512();
-    }
-    InterleaveQuads64(r, out);
+    __m512i out[4];
+    InterleaveQuadsAt(src, f0, n, out);
     for (int i = 0; i < 4 && f0 + 16 * i < n; ++i) {
       const int64_t f = f0 + 16 * i, end = std::min<int64_t>(16, n - f);
       for (int64_t lane = 0; lane < end;) {
@@ -140,13 +147,8 @@ QCC_VNNI void FillPaddedStride1Plane(const QConvParams& p, const PhasePlanes& g,
 /// n), 64 positions a step (InterleaveQuads64); dst has room for n rounded up to 64.
 QCC_VNNI void InterleaveFlat(const int8_t* const src[4], int64_t n, uint32_t* dst) {
   for (int64_t f0 = 0; f0 < n; f0 += 64) {
-    const __mmask64 bytes = LowBits64(n - f0);
-    __m512i r[4], out[4];
-    for (int q = 0; q < 4; ++q) {
-      r[q] =
-          src[q] != nullptr ? _mm512_maskz_loadu_epi8(bytes, src[q] + f0) : _mm512_setzero_si512();
-    }
-    InterleaveQuads64(r, out);
+    __m512i out[4];
+    InterleaveQuadsAt(src, f0, n, out);
     for (int i = 0; i < 4; ++i) _mm512_storeu_si512(dst + f0 + 16 * i, out[i]);
   }
 }
