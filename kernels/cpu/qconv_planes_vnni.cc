@@ -82,6 +82,15 @@ QCC_VNNI void InterleaveRun(const int8_t* const rows[4], int64_t n, uint32_t pad
   TransformRowVector(tail, n - j, 0, 1, n - j, pad_quad, idx, dst + j);
 }
 
+/// rows[q] = channel 4 * c4 + q of image `x` from element `offset` on (null past C/group).
+void QuadRows(const QConvParams& p, const PhasePlanes& g, const int8_t* x, int64_t c4,
+              int64_t offset, const int8_t* rows[4]) {
+  for (int q = 0; q < 4; ++q) {
+    const int64_t ch = c4 * 4 + q;
+    rows[q] = ch < g.cg ? x + ch * p.h * p.w + offset : nullptr;
+  }
+}
+
 /// InterleaveQuads64 of positions [f0, min(n, f0 + 64)) of rows `src` (null: past C/group;
 /// positions past n read as zero).
 QCC_VNNI inline void InterleaveQuadsAt(const int8_t* const src[4], int64_t f0, int64_t n,
@@ -114,11 +123,7 @@ QCC_VNNI void FillPaddedStride1Plane(const QConvParams& p, const PhasePlanes& g,
   const int64_t pw = g.phase_w, w = p.w, pt = p.pad_top, pl = p.pad_left;
   const int64_t y_a = std::max<int64_t>(0, row_begin - pt);
   const int64_t y_b = std::max(y_a, std::min(p.h, row_end - pt));
-  if (y_b == y_a) {
-    FillDwords(plane + row_begin * pw, (row_end - row_begin) * pw, pad_quad);
-    return;
-  }
-  // Every row padded first (whole vectors), the input's dwords stored over it below.
+  // Every row padded first (whole vectors), the input's dwords (if any) stored over it below.
   FillDwords(plane + row_begin * pw, (row_end - row_begin) * pw, pad_quad);
   const int64_t n = (y_b - y_a) * w;
   const int8_t* src[4];
@@ -279,10 +284,7 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
     for (int64_t c4 = 0; c4 < g.c4; ++c4) {
       uint32_t* plane = buf + c4 * g.plane;
       const int8_t* rows[4];
-      for (int q = 0; q < 4; ++q) {
-        const int64_t ch = c4 * 4 + q;
-        rows[q] = ch < g.cg ? x + ch * p.h * p.w + first : nullptr;
-      }
+      QuadRows(p, g, x, c4, first, rows);
       if (n > 0) InterleaveRun(rows, n, pad_quad, idx, plane + first);
       if (tail) {
         FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
@@ -294,10 +296,7 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
     for (int64_t c4 = 0; c4 < g.c4; ++c4) {
       uint32_t* plane = buf + c4 * g.plane;
       const int8_t* rows[4];
-      for (int q = 0; q < 4; ++q) {
-        const int64_t ch = c4 * 4 + q;
-        rows[q] = ch < g.cg ? x + ch * p.h * p.w : nullptr;
-      }
+      QuadRows(p, g, x, c4, 0, rows);
       if (row_end > row_begin) {
         FillPaddedStride1Plane(p, g, rows, row_begin, row_end, pad_quad, plane);
       }
@@ -310,10 +309,7 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
   if (p.stride_w == 2 && p.w <= kStride2Chunk) {
     for (int64_t c4 = 0; c4 < g.c4; ++c4) {
       const int8_t* rows[4];
-      for (int q = 0; q < 4; ++q) {
-        const int64_t ch = c4 * 4 + q;
-        rows[q] = ch < g.cg ? x + ch * p.h * p.w : nullptr;
-      }
+      QuadRows(p, g, x, c4, 0, rows);
       if (row_end > row_begin) {
         FillColumnStride2Planes(p, g, rows, row_begin, row_end, pad_quad, buf + c4 * g.plane);
       }
@@ -338,10 +334,7 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
             continue;
           }
           const int8_t* rows[4];
-          for (int q = 0; q < 4; ++q) {
-            const int64_t ch = c4 * 4 + q;
-            rows[q] = ch < g.cg ? x + (ch * p.h + y) * p.w : nullptr;
-          }
+          QuadRows(p, g, x, c4, y * p.w, rows);
           if (p.stride_w <= 2) {
             TransformRowVector(rows, p.w, b - p.pad_left, p.stride_w, g.phase_w, pad_quad, idx,
                                dst);

@@ -1,4 +1,5 @@
-// The convolution cases the fp32 conv tests share (nn_conv_test.cc, nn_conv_residual_test.cc):
+// The convolution cases the fp32 conv tests share (nn_conv_test.cc, nn_conv_residual_test.cc,
+// nn_conv_round_f16_test.cc):
 // geometries that reach every kernel path, their kernel parameters and seeded operands.
 #ifndef QCC_TESTS_BACKEND_CPU_NN_CONV_CASES_H_
 #define QCC_TESTS_BACKEND_CPU_NN_CONV_CASES_H_
@@ -65,6 +66,17 @@ inline CaseOperands OperandsOf(const ConvCase& cc) {
   o.b = cc.bias ? RandomF32({cc.m}, 3) : Tensor();
   o.p = ParamsOf(cc, o.strides, o.dilations, o.pb, o.out);
   return o;
+}
+
+/// The fused activations the epilogue tests run each case with: none, a Clip (both bounds) and a
+/// LeakyRelu (the negative slope).
+inline std::vector<cpu::ActivationF32> EpilogueActivations() {
+  cpu::ActivationF32 clip;
+  clip.lo = -0.5f;
+  clip.hi = 2.0f;
+  cpu::ActivationF32 leaky;
+  leaky.negative_slope = 0.125f;
+  return {cpu::ActivationF32{}, clip, leaky};
 }
 
 /// Every case, named for the path or corner it is there for.

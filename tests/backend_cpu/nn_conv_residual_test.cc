@@ -18,11 +18,6 @@ namespace {
 // AVX-512 the microkernels add it in their epilogue (the plain tile, the implicit-im2col tile and
 // the transposed one); the depthwise and other paths add it in a pass after the convolution.
 TEST(NnConvTest, ResidualIsAddedBeforeTheActivation) {
-  cpu::ActivationF32 clip;
-  clip.lo = -0.5f;
-  clip.hi = 2.0f;
-  cpu::ActivationF32 leaky;
-  leaky.negative_slope = 0.125f;
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
     CaseOperands o = OperandsOf(cc);
@@ -34,7 +29,7 @@ TEST(NnConvTest, ResidualIsAddedBeforeTheActivation) {
     cpu::ConvF32Params one = p;
     one.batch = 1;
     const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
-    for (const cpu::ActivationF32& act : {cpu::ActivationF32{}, clip, leaky}) {
+    for (const cpu::ActivationF32& act : EpilogueActivations()) {
       for (int threads : {1, 3}) {
         p.num_threads = threads;
         p.activation = cpu::ActivationF32{};

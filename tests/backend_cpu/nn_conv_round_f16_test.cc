@@ -40,11 +40,6 @@ std::string FirstBitDifference(const Tensor& got, const Tensor& want) {
 // x 1e-6 (fp16 subnormals). A NaN in x reaches the outputs that read it. Each result must equal
 // the convolution without the rounding, then RoundF32ToF16InPlace.
 TEST(NnConvTest, Fp16RoundingEqualsARoundingPassAfterTheConvolution) {
-  cpu::ActivationF32 clip;
-  clip.lo = -0.5f;
-  clip.hi = 2.0f;
-  cpu::ActivationF32 leaky;
-  leaky.negative_slope = 0.125f;
   int rounded_outputs = 0;  // outputs the rounding changed, over every run
   for (const ConvCase& cc : Cases()) {
     SCOPED_TRACE(cc.name);
@@ -61,7 +56,7 @@ TEST(NnConvTest, Fp16RoundingEqualsARoundingPassAfterTheConvolution) {
       cpu::ConvF32Params one = p;
       one.batch = 1;
       const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
-      for (const cpu::ActivationF32& act : {cpu::ActivationF32{}, clip, leaky}) {
+      for (const cpu::ActivationF32& act : EpilogueActivations()) {
         for (const float* residual : {static_cast<const float*>(nullptr), r.data<float>()}) {
           for (int threads : {1, 3}) {
             SCOPED_TRACE(::testing::Message()
