@@ -6,7 +6,9 @@
 // per-thread buffer. 16 outputs of a row take, per kernel row, one 64-byte load of the row
 // window and, per 4 taps, one vpermb (gathering each output's 4 taps into its dword: byte
 // 4l + j = l * stride + (4q + j) * dilation) and one vpdpbusd against the 4 weights, broadcast.
-// Four output rows run together so that four accumulator chains overlap. Packed weights:
+// Four output rows run together so that four accumulator chains overlap; for 3x3 and 5x5
+// kernels (dilation_h 1) each padded row the four read is loaded and permuted once and serves
+// every output row that reads it (DotSpannedRows). Packed weights:
 // [K][R][ceil(S / 4)] dwords of 4 taps, zero-padded, then (C == K) the channel-blocked
 // kernel's (qconv_depthwise_blocked_vnni.cc), which runs instead on small maps.
 #include <immintrin.h>
@@ -84,6 +86,72 @@ QCC_VNNI inline void DotRows4(const uint8_t* w0, const uint8_t* w1, const uint8_
   }
 }
 
+/// DotRows4 over every kernel row for output rows oy .. oy + 3 of a kR x kR kernel at stride
+/// (kSh, any) and dilation_h 1, one 16-column segment at `top` (padded row oy * kSh) and, when
+/// kTwo, a second at top + dx2: each padded row these read is loaded and permuted once per tap
+/// quad and serves every (output row i, kernel row j - i * kSh) that reads it, where DotRows4
+/// loads and permutes it for each kernel row (3x3, stride 1: 6 rows for 12; stride 2: 9; 5x5,
+/// stride 1: 8 for 20). The loops unroll at compile time, so no test of which (row, kernel
+/// row) pairs exist runs. Reads padded rows up to oy * kSh + 3 * kSh + kR - 1 (the caller
+/// ensures they exist).
+template <int kR, int kSh, bool kTwo>
+QCC_VNNI inline void DotSpannedRows(const uint8_t* top, int64_t pw, const uint32_t* wk,
+                                    const __m512i* idx, int64_t dx2, __m512i& a0, __m512i& a1,
+                                    __m512i& a2, __m512i& a3, __m512i& b0, __m512i& b1, __m512i& b2,
+                                    __m512i& b3) {
+  constexpr __mmask64 kAll = ~__mmask64{0};
+  constexpr int kSq = (kR + 3) / 4;
+  __m512i* a[4] = {&a0, &a1, &a2, &a3};
+  __m512i* b[4] = {&b0, &b1, &b2, &b3};
+#pragma GCC unroll 16
+  for (int j = 0; j < 3 * kSh + kR; ++j) {
+    const __m512i x = _mm512_loadu_si512(top + j * pw);
+    const __m512i x2 = kTwo ? _mm512_loadu_si512(top + j * pw + dx2) : x;
+#pragma GCC unroll 4
+    for (int q = 0; q < kSq; ++q) {
+      const __m512i v = _mm512_maskz_permutexvar_epi8(kAll, idx[q], x);
+      const __m512i v2 = kTwo ? _mm512_maskz_permutexvar_epi8(kAll, idx[q], x2) : v;
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const int r = j - i * kSh;
+        if (r < 0 || r >= kR) continue;
+        const __m512i w = _mm512_set1_epi32(static_cast<int>(wk[r * kSq + q]));
+        *a[i] = _mm512_dpbusd_epi32(*a[i], v, w);
+        if (kTwo) *b[i] = _mm512_dpbusd_epi32(*b[i], v2, w);
+      }
+    }
+  }
+}
+
+/// Which DotSpannedRows instance serves p (0: none; DotRows4 per kernel row instead).
+int SpannedRowsCase(const QConvParams& p) {
+  if (p.dilation_h != 1 || p.r != p.s) return 0;
+  if (p.r == 3) return p.stride_h == 1 ? 1 : p.stride_h == 2 ? 2 : 0;
+  if (p.r == 5) return p.stride_h == 1 ? 3 : p.stride_h == 2 ? 4 : 0;
+  return 0;
+}
+
+template <bool kTwo>
+QCC_VNNI inline void DotSpannedRowsCase(int which, const uint8_t* top, int64_t pw,
+                                        const uint32_t* wk, const __m512i* idx, int64_t dx2,
+                                        __m512i& a0, __m512i& a1, __m512i& a2, __m512i& a3,
+                                        __m512i& b0, __m512i& b1, __m512i& b2, __m512i& b3) {
+  switch (which) {
+    case 1:
+      DotSpannedRows<3, 1, kTwo>(top, pw, wk, idx, dx2, a0, a1, a2, a3, b0, b1, b2, b3);
+      break;
+    case 2:
+      DotSpannedRows<3, 2, kTwo>(top, pw, wk, idx, dx2, a0, a1, a2, a3, b0, b1, b2, b3);
+      break;
+    case 3:
+      DotSpannedRows<5, 1, kTwo>(top, pw, wk, idx, dx2, a0, a1, a2, a3, b0, b1, b2, b3);
+      break;
+    default:
+      DotSpannedRows<5, 2, kTwo>(top, pw, wk, idx, dx2, a0, a1, a2, a3, b0, b1, b2, b3);
+      break;
+  }
+}
+
 /// The requantized lanes of `rows` (1..4) output rows of one 16-column segment (`cols` of
 /// them real, any count above 16 meaning 16), at y, y + ow, ...
 QCC_VNNI inline void StoreSegment(int8_t* y, int64_t ow, int64_t rows, int64_t cols, __m512i a0,
@@ -124,6 +192,9 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
     idx[q] = _mm512_load_si512(bytes);
   }
   const int64_t h = p.h, w_in = p.w;  // locals: the stores below may alias p as far as GCC knows
+  // DotSpannedRows instead of DotRows4 per kernel row, for the 4-row groups whose last row
+  // exists (the last group may have fewer: DotRows4, which repeats the last row).
+  const int spanned_case = SpannedRowsCase(p);
   for (int64_t plane = begin; plane < end; ++plane) {
     const int8_t* x = p.input + plane * h * w_in;
     std::memset(buf, pad, g.plane_bytes);
@@ -149,6 +220,7 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
       // chains (rows past the end repeat the last one and are not stored).
       const int64_t fold = kFold ? g.fold : 1;
       for (int64_t oy = 0; oy < g.oh; oy += 4 * fold) {
+        const int spanned = oy + 4 <= g.oh ? spanned_case : 0;
         const int64_t row_step = p.stride_h * g.pw;
         const uint8_t* row0 = buf + oy * row_step;
         const uint8_t* row1 = buf + std::min(oy + fold, g.oh - 1) * row_step;
@@ -162,7 +234,11 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
             const int64_t dx2 = dx + 16 * p.stride_w;
             __m512i a0 = init, a1 = init, a2 = init, a3 = init;
             __m512i b0 = init, b1 = init, b2 = init, b3 = init;
-            for (int64_t r = 0; r < p.r; ++r) {
+            if (spanned) {
+              DotSpannedRowsCase<true>(spanned, row0 + dx, g.pw, wk, idx, dx2 - dx, a0, a1, a2, a3,
+                                       b0, b1, b2, b3);
+            }
+            for (int64_t r = 0; r < (spanned ? 0 : p.r); ++r) {
               const int64_t dy = r * p.dilation_h * g.pw;
               const uint32_t* wr = wk + r * g.sq;
               DotRows4(row0 + dy + dx, row1 + dy + dx, row2 + dy + dx, row3 + dy + dx, wr, g.sq,
@@ -179,7 +255,11 @@ QCC_VNNI void DepthwisePlanes(const QConvParams& p, const PackedQConvWeights& w,
             continue;
           }
           __m512i acc0 = init, acc1 = init, acc2 = init, acc3 = init;
-          for (int64_t r = 0; r < p.r; ++r) {
+          if (!kFold && spanned) {
+            DotSpannedRowsCase<false>(spanned, row0 + dx, g.pw, wk, idx, 0, acc0, acc1, acc2, acc3,
+                                      acc0, acc1, acc2, acc3);
+          }
+          for (int64_t r = 0; r < (!kFold && spanned ? 0 : p.r); ++r) {
             const int64_t dy = r * p.dilation_h * g.pw + dx;
             DotRows4(row0 + dy, row1 + dy, row2 + dy, row3 + dy, wk + r * g.sq, g.sq, idx, acc0,
                      acc1, acc2, acc3);

@@ -240,6 +240,12 @@ const std::vector<Geometry>& Geometries() {
       // partial channel blocks, row phases, dilation_h; and the per-plane kernel's two-segment
       // rows (21 wide).
       {2, 40, 20, 21, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},  // 20 x 21: per-plane, 16 + 5 columns
+      // The per-plane kernel's shared padded rows (3x3 and 5x5, stride 1 or 2 in height):
+      // groups of 4 output rows, a last group of fewer, one and two segments.
+      {1, 6, 40, 36, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6},     // 3x3 s2: 20 x 18
+      {1, 3, 30, 20, 3, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 3},     // 3x3 stride (2, 1): 15 x 20
+      {1, 5, 23, 38, 5, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 5},     // 5x5 s1: 23 x 38
+      {2, 4, 41, 45, 4, 5, 5, 2, 2, 1, 2, 2, 1, 1, 1, 4},     // 5x5 s2, asymmetric pads: 20 x 22
       {2, 40, 12, 13, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},  // blocks of 16, 16, 8
       {1, 20, 9, 12, 20, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 20},   // stride (2, 1): two row phases
       {1, 17, 7, 7, 17, 3, 3, 1, 1, 0, 1, 1, 0, 1, 1, 17},    // asymmetric pads, a 1-channel block
