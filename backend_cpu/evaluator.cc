@@ -189,7 +189,7 @@ void Evaluator::PackConvWeights(const ir::Node& node) {
   }
   const bool for_extents = ConvF32PackingDependsOnExtents(p);
   if (for_extents && !StaticConvExtents(node, p)) return;  // packed on each run
-  std::vector<float> packed = PackConvF32Weights(p, w.data<float>());
+  cpu::PackedConvF32 packed = PackConvF32Weights(p, w.data<float>());
   if (packed.empty()) return;
   packed_conv_weights_.emplace(&node, std::move(packed));
   if (for_extents) packed_conv_extents_.emplace(&node, std::make_pair(p.in, p.out));

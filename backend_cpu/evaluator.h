@@ -95,7 +95,7 @@ class Evaluator {
   absl::flat_hash_map<const ir::Value*, Tensor> widened_constants_;
   /// Each Conv's constant weights packed for its kernel once (kernels/conv.h), where ConvF32
   /// would pack them on every call; the same bits. Held and uncounted like widened_constants_.
-  absl::flat_hash_map<const ir::Node*, std::vector<float>> packed_conv_weights_;
+  absl::flat_hash_map<const ir::Node*, cpu::PackedConvF32> packed_conv_weights_;
   /// For the packings that depend on the extents (ConvF32PackingDependsOnExtents), the spatial
   /// input and output extents they were made for: the graph's static ones.
   absl::flat_hash_map<const ir::Node*, std::pair<std::array<int64_t, 3>, std::array<int64_t, 3>>>

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/graph.h"
+#include "kernels/cpu/conv.h"
 #include "support/tensor.h"
 
 namespace qcc::cpu {
@@ -33,7 +34,7 @@ struct OpContext {
   const ObserveFn* observe = nullptr;
   /// Conv with a constant W: W packed once by the evaluator (kernels/conv.h's
   /// PackConvF32Weights), or null.
-  const std::vector<float>* packed_conv_weights = nullptr;
+  const PackedConvF32* packed_conv_weights = nullptr;
   /// Non-null when that packing holds only for these input and output extents (spatial, right
   /// aligned as ConvF32Params has them: ConvF32PackingDependsOnExtents); at others the op packs
   /// on its own.

@@ -89,7 +89,8 @@ int64_t OutHw(const Layer& l) { return (l.hw + 2 * l.pad - l.kernel) / l.stride 
 /// One layer's operands, with a fused ReLU as in the networks.
 struct Conv {
   ConvF32Params p;
-  std::vector<float> x, w, bias, y, packed, workspace;
+  std::vector<float> x, w, bias, y, workspace;
+  PackedConvF32 packed;
 
   Conv(const Layer& l, int threads) {
     p.batch = l.batch;

@@ -108,7 +108,7 @@ absl::Status CheckOptionalBias(const StepPrepareContext& c, int64_t channels) {
 
 struct ConvState {
   cpu::ConvF32Params p;       // batch and threads set per run
-  std::vector<float> packed;  // W packed once for the kernel (cpu::PackConvF32Weights), or empty
+  cpu::PackedConvF32 packed;  // W packed once for the kernel (cpu::PackConvF32Weights), or empty
 };
 
 absl::StatusOr<cpu::ConvF32Params> PrepareConvParams(const StepPrepareContext& c) {

@@ -68,10 +68,10 @@ absl::Status RunConv(OpContext& ctx) {
   const float* bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
   // W packed by the evaluator (for these extents, where the packing depends on them), or
   // nothing: ConvF32WithPacked then packs as ConvF32 does.
-  static const std::vector<float> kNotPacked;
+  static const cpu::PackedConvF32 kNotPacked;
   const bool fits = ctx.packed_conv_in == nullptr ||
                     (*ctx.packed_conv_in == p.in && *ctx.packed_conv_out == p.out);
-  const std::vector<float>& packed =
+  const cpu::PackedConvF32& packed =
       ctx.packed_conv_weights != nullptr && fits ? *ctx.packed_conv_weights : kNotPacked;
   float* workspace = ScratchF32(ConvF32WithPackedWorkspaceSize(p, packed));
   // An fp16 model's Conv: its output rounded to fp16 in the kernels' epilogue, not in a pass.

@@ -358,16 +358,16 @@ void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float
   WithEpilogue(p, y, [&](const ConvF32Params& q) { ConvF32Dispatch(q, x, w, bias, y, workspace); });
 }
 
-std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w) {
+PackedConvF32 PackConvF32Weights(const ConvF32Params& p, const float* w) {
   // Depthwise convolutions (but 1x1 ones) run direct on w; 1x1 ones pack per call.
   if (p.groups > 1 && p.IsDepthwise()) return {};
   if (ConvF32HasAvx512()) {
-    std::vector<float> packed(ConvF32Avx512PackedSize(p));
+    PackedConvF32 packed(ConvF32Avx512PackedSize(p));
     PackConvF32Avx512(p, w, packed.data());
     return packed;
   }
   if (ConvF32HasAvx2()) {
-    std::vector<float> packed(ConvF32Avx2PackedSize(p));
+    PackedConvF32 packed(ConvF32Avx2PackedSize(p));
     PackConvF32Avx2(p, w, packed.data());
     return packed;
   }
@@ -382,20 +382,19 @@ namespace {
 
 /// ConvF32WithPacked takes the packed path: ConvF32 would pick a microkernel (AVX-512 or AVX2,
 /// which PackConvF32Weights packed for on this CPU).
-bool UsePacked(const ConvF32Params& p, const std::vector<float>& packed) {
+bool UsePacked(const ConvF32Params& p, const PackedConvF32& packed) {
   return !packed.empty() && !UseDepthwiseDirect(p) && (ConvF32HasAvx512() || ConvF32HasAvx2());
 }
 
 }  // namespace
 
-int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed) {
+int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const PackedConvF32& packed) {
   if (!UsePacked(p, packed)) return ConvF32WorkspaceSize(p);
   return ConvF32HasAvx512() ? ConvF32Avx512ColumnsSize(p) : ConvF32Avx2ColumnsSize(p);
 }
 
 void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
-                       const std::vector<float>& packed, const float* bias, float* y,
-                       float* workspace) {
+                       const PackedConvF32& packed, const float* bias, float* y, float* workspace) {
   if (!UsePacked(p, packed)) {
     ConvF32(p, x, w, bias, y, workspace);
     return;

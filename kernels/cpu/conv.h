@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/activation.h"
+#include "support/aligned_allocator.h"
 #include "support/conv_geometry.h"
 
 namespace qcc::cpu {
@@ -65,24 +66,27 @@ int64_t ConvF32WorkspaceSize(const ConvF32Params& p);
 void ConvF32(const ConvF32Params& p, const float* x, const float* w, const float* bias, float* y,
              float* workspace);
 
+/// Packed weights, 64-byte aligned: the kernels read them in full-width vectors, and a zmm load
+/// that crosses two cache lines (std::allocator aligns to 16 bytes) costs Intel cores two loads.
+using PackedConvF32 = std::vector<float, AlignedAllocator<float>>;
+
 /// Weights ConvF32 would pack on every call, packed once: empty when the kernel it picks reads
 /// w as it is (depthwise, or neither AVX-512 nor AVX2). They depend on channels, groups, the
 /// kernel's extents, strides and dilations only (the AVX-512 path packs 3x3 stride-1 kernels for
 /// its Winograd transform), not on batch, extents, pads or threads, unless
 /// ConvF32PackingDependsOnExtents(p). For ConvF32WithPacked on convolutions of the same weights.
-std::vector<float> PackConvF32Weights(const ConvF32Params& p, const float* w);
+PackedConvF32 PackConvF32Weights(const ConvF32Params& p, const float* w);
 /// True when the packing of p's weights on this CPU also depends on the extents, strides and
 /// pads (the AVX-512 path packs 1x1 convolutions of 64+ channels in and out for its transposed
 /// tiles only when they are pointwise on a small map): pack them with the extents they will run
 /// at, or not ahead at all (as the evaluator, which packs before it knows them).
 bool ConvF32PackingDependsOnExtents(const ConvF32Params& p);
 /// Floats of scratch ConvF32WithPacked needs.
-int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const std::vector<float>& packed);
+int64_t ConvF32WithPackedWorkspaceSize(const ConvF32Params& p, const PackedConvF32& packed);
 /// ConvF32 with `packed` from PackConvF32Weights(p, w): the same bits, without the per-call
 /// packing (a serial pass over the weights that batch-1 runs of small models feel).
 void ConvF32WithPacked(const ConvF32Params& p, const float* x, const float* w,
-                       const std::vector<float>& packed, const float* bias, float* y,
-                       float* workspace);
+                       const PackedConvF32& packed, const float* bias, float* y, float* workspace);
 
 /// Floats of scratch ConvF32Im2col needs (0 for pointwise convolutions).
 int64_t ConvF32Im2colWorkspaceSize(const ConvF32Params& p);

@@ -28,7 +28,7 @@ TEST(NnConvTest, ResidualIsAddedBeforeTheActivation) {
     const float* bias = o.bias();
     cpu::ConvF32Params one = p;
     one.batch = 1;
-    const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
+    const cpu::PackedConvF32 packed = cpu::PackConvF32Weights(one, w.data<float>());
     for (const cpu::ActivationF32& act : EpilogueActivations()) {
       for (int threads : {1, 3}) {
         p.num_threads = threads;

@@ -55,7 +55,7 @@ TEST(NnConvTest, Fp16RoundingEqualsARoundingPassAfterTheConvolution) {
       cpu::ConvF32Params p = base.p;
       cpu::ConvF32Params one = p;
       one.batch = 1;
-      const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
+      const cpu::PackedConvF32 packed = cpu::PackConvF32Weights(one, w.data<float>());
       for (const cpu::ActivationF32& act : EpilogueActivations()) {
         for (const float* residual : {static_cast<const float*>(nullptr), r.data<float>()}) {
           for (int threads : {1, 3}) {

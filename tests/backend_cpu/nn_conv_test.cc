@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -139,9 +140,11 @@ TEST(NnConvTest, EveryKernelMatchesNaive) {
     const float* bias = o.bias();
     cpu::ConvF32Params one = p;
     one.batch = 1;
-    const std::vector<float> packed = cpu::PackConvF32Weights(one, w.data<float>());
+    const cpu::PackedConvF32 packed = cpu::PackConvF32Weights(one, w.data<float>());
     const bool microkernel = cpu::ConvF32HasAvx512() || cpu::ConvF32HasAvx2();
     EXPECT_EQ(packed.empty(), !microkernel || (p.IsDepthwise() && cc.group > 1));
+    // Whole cache lines: the kernels read packed weights in 64-byte vectors.
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(packed.data()) % 64, 0u);
     for (int threads : {1, 3}) {
       p.num_threads = threads;
       Tensor direct(DType::kFloat32, want.dims()), with_packed(DType::kFloat32, want.dims());
@@ -379,7 +382,7 @@ TEST(NnConvTest, EmptyConvolutionsRunOnEveryPath) {
         const std::vector<float> x(std::max<int64_t>(1, batch * 4 * 36), 1.0f);
         const std::vector<float> w(std::max<int64_t>(1, out_channels * 4 * 9), 0.5f);
         std::vector<float> y(std::max<int64_t>(1, batch * out_channels * 36), -1.0f);
-        const std::vector<float> packed = cpu::PackConvF32Weights(p, w.data());
+        const cpu::PackedConvF32 packed = cpu::PackConvF32Weights(p, w.data());
         std::vector<float> ws(cpu::ConvF32WithPackedWorkspaceSize(p, packed) +
                               cpu::ConvF32WorkspaceSize(p) + 1);
         cpu::ConvF32WithPacked(p, x.data(), w.data(), packed, nullptr, y.data(), ws.data());

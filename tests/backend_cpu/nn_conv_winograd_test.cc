@@ -224,7 +224,7 @@ TEST(NnConvWinogradTest, MatchesTranscriptionBitForBitAndSgemmClosely) {
     cpu::ConvF32Params one = p;
     one.batch = 1;
     one.num_threads = 1;
-    const std::vector<float> packed = cpu::PackConvF32Weights(one, w);
+    const cpu::PackedConvF32 packed = cpu::PackConvF32Weights(one, w);
     for (int threads : {1, 2, 3}) {
       p.num_threads = threads;
       Tensor y(DType::kFloat32, dims), with_packed(DType::kFloat32, dims);
