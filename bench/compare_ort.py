@@ -217,20 +217,19 @@ class Runner:
                                 + self.pre_args(), threads=2)
         self.result["accuracy"].update(info)
 
-    def ort_timing(self):
-        models = {"ORT fp32": self.ort_fp32, **self.ort_models}
-        runs = {}
-        for _ in range(self.args.repeats):
-            for key, path in models.items():
-                for threads in (1, 2):
-                    batches = [1, 32] if self.spec["batch32"] else [1]
-                    _, _, info = self.child(
-                        ["time", "--model", path, "--threads", str(threads), "--batches",
-                         json.dumps(batches), "--shape", json.dumps(self.spec["shape"]),
-                         "--iters", json.dumps(self.iters())], threads=threads)
-                    for b, ms in info.items():
-                        runs.setdefault((key, f"b{b}t{threads}"), []).append(ms)
-        self.store_timing(runs)
+    def ort_time(self, key, path, threads, runs):
+        """One fresh ORT process timing `path` at every batch on `threads` threads, into runs."""
+        batches = [1, 32] if self.spec["batch32"] else [1]
+        try:
+            _, _, info = self.child(
+                ["time", "--model", path, "--threads", str(threads), "--batches",
+                 json.dumps(batches), "--shape", json.dumps(self.spec["shape"]),
+                 "--iters", json.dumps(self.iters())], threads=threads)
+        except SystemExit as e:
+            self.result["errors"].append(f"{key} timing: {str(e)[-300:]}")
+            return
+        for b, ms in info.items():
+            runs.setdefault((key, f"b{b}t{threads}"), []).append(ms)
 
     def store_timing(self, runs):
         """The median over --repeats fresh processes of each process's median."""
@@ -292,36 +291,49 @@ class Runner:
                 top1=get("fp32_top1"), top5=get("fp32_top5"), agree=1.0, sqnr=None,
                 samples=int(float(f["samples"])))
 
-    def qcc_timing(self):
-        models = {"qcc fp32": self.model, **self.plans}
-        if self.spec.get("fp16") and getattr(self, "ort_fp32", None):
-            models["qcc fp32 (ORT's fp32 copy)"] = self.ort_fp32
+    def qcc_time(self, key, path, threads, runs):
+        """Fresh `qcc bench` processes timing `path` at every batch on `threads` threads."""
+        for batch in ([1, 32] if self.spec["batch32"] else [1]):
+            warmup, iters = self.iters()[str(batch)]
+            shape = []
+            if key == "qcc fp32" and "bench_shape" in self.spec:
+                shape = ["--shape", self.spec["bench_shape"].format(b=batch)]
+            try:
+                out = run_checked([self.qcc, "bench", path, "--batch", str(batch),
+                                   "--threads", str(threads), "--warmup", str(warmup),
+                                   "--iters", str(iters)] + shape)
+            except RuntimeError as e:
+                self.result["errors"].append(f"{key} bench: {e}")
+                continue
+            f = fields([l for l in out.splitlines() if l.startswith("bench:")][-1])
+            runs.setdefault((key, f"b{batch}t{threads}"), []).append(float(f["median_ms"]))
+
+    def timing(self):
+        """--repeats rounds; in each, every configuration once per thread count, each qcc one
+        right after its ORT peers (fp32 after ORT fp32, the plans after ORT's int8 models): this
+        VM's speed drifts by up to 2x over minutes, which skewed ratios of timings taken one
+        tool after the other (efficientnet-lite0 fp32 b1 read 1.30 of ORT in such a run, 1.00-1.05
+        in adjacent pairs)."""
+        ort_fp32 = {"ORT fp32": self.ort_fp32} if getattr(self, "ort_fp32", None) else {}
+        qcc_fp32 = {"qcc fp32": self.model}
+        if self.spec.get("fp16") and ort_fp32:
+            qcc_fp32["qcc fp32 (ORT's fp32 copy)"] = self.ort_fp32
+        groups = [(ort_fp32, qcc_fp32), (self.ort_models, self.plans)]
         runs = {}
-        for key, path in [(k, p) for _ in range(self.args.repeats) for k, p in models.items()]:
+        for _ in range(self.args.repeats):
             for threads in (1, 2):
-                for batch in ([1, 32] if self.spec["batch32"] else [1]):
-                    warmup, iters = self.iters()[str(batch)]
-                    shape = []
-                    if key == "qcc fp32" and "bench_shape" in self.spec:
-                        shape = ["--shape", self.spec["bench_shape"].format(b=batch)]
-                    try:
-                        out = run_checked([self.qcc, "bench", path, "--batch", str(batch),
-                                           "--threads", str(threads), "--warmup", str(warmup),
-                                           "--iters", str(iters)] + shape)
-                    except RuntimeError as e:
-                        self.result["errors"].append(f"{key} bench: {e}")
-                        continue
-                    f = fields([l for l in out.splitlines() if l.startswith("bench:")][-1])
-                    runs.setdefault((key, f"b{batch}t{threads}"), []).append(
-                        float(f["median_ms"]))
+                for ort_group, qcc_group in groups:
+                    for key, path in ort_group.items():
+                        self.ort_time(key, path, threads, runs)
+                    for key, path in qcc_group.items():
+                        self.qcc_time(key, path, threads, runs)
         self.store_timing(runs)
 
     def run(self):
         start = time.time()
         steps = [("ORT prepare", self.ort_prepare), ("ORT quantize", self.ort_quantize),
                  ("qcc calibrate+compile", self.qcc_build), ("ORT accuracy", self.ort_accuracy),
-                 ("qcc accuracy", self.qcc_accuracy), ("ORT timing", self.ort_timing),
-                 ("qcc timing", self.qcc_timing)]
+                 ("qcc accuracy", self.qcc_accuracy), ("timing", self.timing)]
         self.ort_models, self.plans = {}, {}
         for label, step in steps:
             t0 = time.time()

@@ -90,7 +90,8 @@ def markdown(results):
                 f"{ratio(q.get('peak_mib'), s8.get('peak_mib'))} |")
     out += ["", "## 3. Inference", "",
             f"Milliseconds per run on seeded random inputs: {m.get('timing', 'medians')}; "
-            "every configuration in its own processes "
+            "every configuration in its own processes, in rounds that run each qcc "
+            "configuration right after its ORT peers "
             "(ORT: intra_op_num_threads=T, inter_op_num_threads=1, sequential, default graph "
             "optimisations; qcc: `qcc bench --threads T`). `ORT` is ORT fp32 in fp32 rows and "
             "ORT's s8 model in int8 rows; qcc/ORT below 1 means qcc is faster. Throughput = "
