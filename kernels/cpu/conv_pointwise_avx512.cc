@@ -27,16 +27,16 @@ constexpr int kTp = 12;  // most positions of a transposed tile
 // channels, c<p><h> holding position p, channels 16h..16h+15; x broadcast (once per position
 // and k, shared by its two FMAs), weights the vectors.
 #define QCC_T_INIT(r) __m512 c##r##0 = bias_lo, c##r##1 = bias_hi;
-#define QCC_T_FMA(r)                            \
-  if (r < NP) {                                 \
-    const __m512 xr = _mm512_set1_ps(xk[r]);    \
-    c##r##0 = _mm512_fmadd_ps(b0, xr, c##r##0); \
-    c##r##1 = _mm512_fmadd_ps(b1, xr, c##r##1); \
+#define QCC_T_FMA(r)                                         \
+  if (r < NP) {                                              \
+    const __m512 xr = _mm512_set1_ps(xk[r]);                 \
+    c##r##0 = _mm512_fmadd_ps(b0, xr, c##r##0);              \
+    if (kHigh16) c##r##1 = _mm512_fmadd_ps(b1, xr, c##r##1); \
   }
-#define QCC_T_ACTIVATE(r)                       \
-  if (r < NP && act != nullptr) {               \
-    c##r##0 = Activate(c##r##0, lo, hi, slope); \
-    c##r##1 = Activate(c##r##1, lo, hi, slope); \
+#define QCC_T_ACTIVATE(r)                                    \
+  if (r < NP && act != nullptr) {                            \
+    c##r##0 = Activate(c##r##0, lo, hi, slope);              \
+    if (kHigh16) c##r##1 = Activate(c##r##1, lo, hi, slope); \
   }
 #define QCC_T_ALL(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11)
 
@@ -115,29 +115,32 @@ QCC_AVX512 inline void StoreTransposedHalf(__m512 c0, __m512 c1, __m512 c2, __m5
 /// positions r < NP (at most kTp) and the channels c < 32 of masks ch_m0 (0..15) and ch_m1
 /// (16..31); `bp` holds 32 packed channels per k (zero past the last), `bias` null for none, `rc`
 /// (the residual at the tile's place) null for none. Each sum runs over k in order from the bias,
-/// with the same fused multiply-adds as Tile, so the bits are Tile's.
-template <int NP>
+/// with the same fused multiply-adds as Tile, so the bits are Tile's. Without kHigh16 the tile
+/// has channels 0..15 only (ch_m1 must be 0): half the multiply-adds, for a last block of 16 or
+/// fewer channels (80 = 2 x 32 + 16), whose upper half was computed and thrown away.
+template <int NP, bool kHigh16>
 QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const float* bp,
                                const float* bias, const float* rc, const ActivationF32* act,
                                float* y, int64_t ldy, __mmask16 ch_m0, __mmask16 ch_m1,
                                const float* next_bp) {
   // Channels 16..31 are read only where ch_m1 has lanes: no pointer is formed past the bias.
   const __m512 bias_lo = bias != nullptr ? _mm512_maskz_loadu_ps(ch_m0, bias) : _mm512_setzero_ps();
-  const __m512 bias_hi =
-      bias != nullptr && ch_m1 != 0 ? _mm512_maskz_loadu_ps(ch_m1, bias + 16) : _mm512_setzero_ps();
+  const __m512 bias_hi = kHigh16 && bias != nullptr && ch_m1 != 0
+                             ? _mm512_maskz_loadu_ps(ch_m1, bias + 16)
+                             : _mm512_setzero_ps();
   QCC_T_ALL(QCC_T_INIT)
   const float* xk = x;
   for (int64_t k = 0; k < k_len; ++k, bp += 32, xk += ldx) {
     // The weights 16 rows (2 KiB) on, into the next block's first rows at the end: they are
     // packed one block after another.
     PrefetchAt(bp, 16 * 32);
-    PrefetchAt(bp, 16 * 32 + 16);
+    if (kHigh16) PrefetchAt(bp, 16 * 32 + 16);
     if (next_bp != nullptr) {
       PrefetchToL2At(next_bp, k * 32);
       PrefetchToL2At(next_bp, k * 32 + 16);
     }
     const __m512 b0 = _mm512_loadu_ps(bp);
-    const __m512 b1 = _mm512_loadu_ps(bp + 16);
+    const __m512 b1 = kHigh16 ? _mm512_loadu_ps(bp + 16) : _mm512_setzero_ps();
     QCC_T_ALL(QCC_T_FMA)
   }
   __m512 lo = _mm512_setzero_ps(), hi = lo, slope = lo;
@@ -168,7 +171,7 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
   }
   const TransposedEpilogue& eh0 = e;
   QCC_T_HALF(0);
-  if (ch_m1 != 0) {
+  if (kHigh16 && ch_m1 != 0) {
     TransposedEpilogue eh1 = e;
     if (rc != nullptr) eh1.rc = rc + 16 * ldy;  // channels 16..31: inside the residual
     QCC_T_HALF(1);
@@ -184,11 +187,22 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
 using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*,
                                   const float*, const ActivationF32*, float*, int64_t, __mmask16,
                                   __mmask16, const float*);
-constexpr TransposedTileFn kTransposedTiles[kTp + 1] = {
-    nullptr,           TileTransposed<1>, TileTransposed<2>,  TileTransposed<3>,
-    TileTransposed<4>, TileTransposed<5>, TileTransposed<6>,  TileTransposed<7>,
-    TileTransposed<8>, TileTransposed<9>, TileTransposed<10>, TileTransposed<11>,
-    TileTransposed<12>};
+/// [h][np]: tiles of np positions, of 32 channels (h = 1) or 16 (h = 0).
+template <bool kHigh16>
+constexpr TransposedTileFn kTiles[kTp + 1] = {nullptr,
+                                              TileTransposed<1, kHigh16>,
+                                              TileTransposed<2, kHigh16>,
+                                              TileTransposed<3, kHigh16>,
+                                              TileTransposed<4, kHigh16>,
+                                              TileTransposed<5, kHigh16>,
+                                              TileTransposed<6, kHigh16>,
+                                              TileTransposed<7, kHigh16>,
+                                              TileTransposed<8, kHigh16>,
+                                              TileTransposed<9, kHigh16>,
+                                              TileTransposed<10, kHigh16>,
+                                              TileTransposed<11, kHigh16>,
+                                              TileTransposed<12, kHigh16>};
+constexpr const TransposedTileFn* kTransposedTiles[2] = {kTiles<false>, kTiles<true>};
 
 }  // namespace
 
@@ -266,8 +280,9 @@ void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, co
     const int64_t prefetch_tile = t0 + std::min<int64_t>(1, t1 - t0 - 1);
     for (int64_t t = t0, n0 = tile_start(t0); t < t1; ++t) {
       const int64_t np = tile + (t < longer ? 1 : 0);
-      kTransposedTiles[np](k_len, xi + n0, n_sp, bp, bias_b, rb != nullptr ? rb + n0 : nullptr, act,
-                           yb + n0, n_sp, m0, m1, t == prefetch_tile ? next_bp : nullptr);
+      kTransposedTiles[ch > 16][np](k_len, xi + n0, n_sp, bp, bias_b,
+                                    rb != nullptr ? rb + n0 : nullptr, act, yb + n0, n_sp, m0, m1,
+                                    t == prefetch_tile ? next_bp : nullptr);
       n0 += np;
     }
   };
