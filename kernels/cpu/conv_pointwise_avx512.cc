@@ -1,8 +1,9 @@
 // AVX-512 path of the fp32 1x1 convolution on small maps (at most 256 positions), output
 // channels in the lanes: a 32-wide tile of positions would leave lanes empty (a 7x7 map fills 49
 // of 64), while output channels come in multiples of 32. Each tile keeps up to 12 positions x 32
-// channels in 24 zmm accumulators, x broadcast and the packed weights the vectors, and stores
-// through 8 x 8 in-register transposes. The other AVX-512 conv paths are conv_avx512.cc.
+// channels in 24 zmm accumulators (x 16 channels in 12, for a last block of at most 16), x
+// broadcast and the packed weights the vectors, and stores through 8 x 8 in-register transposes.
+// The other AVX-512 conv paths are conv_avx512.cc.
 //
 // Compiled for any x86-64: only the functions marked QCC_AVX512 use AVX-512, and ConvF32 calls
 // this path only when the CPU reports avx512f.
@@ -187,7 +188,7 @@ QCC_AVX512 void TileTransposed(int64_t k_len, const float* x, int64_t ldx, const
 using TransposedTileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*,
                                   const float*, const ActivationF32*, float*, int64_t, __mmask16,
                                   __mmask16, const float*);
-/// [h][np]: tiles of np positions, of 32 channels (h = 1) or 16 (h = 0).
+/// Tiles of 1..kTp positions (index 0 unused), 32 channels (kHigh16) or 16.
 template <bool kHigh16>
 constexpr TransposedTileFn kTiles[kTp + 1] = {nullptr,
                                               TileTransposed<1, kHigh16>,
@@ -202,6 +203,8 @@ constexpr TransposedTileFn kTiles[kTp + 1] = {nullptr,
                                               TileTransposed<10, kHigh16>,
                                               TileTransposed<11, kHigh16>,
                                               TileTransposed<12, kHigh16>};
+/// [h][np]: the tile of np positions, of 32 channels (h = 1) or of 16 (h = 0: a last block of at
+/// most 16).
 constexpr const TransposedTileFn* kTransposedTiles[2] = {kTiles<false>, kTiles<true>};
 
 }  // namespace
