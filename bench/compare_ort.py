@@ -310,10 +310,10 @@ class Runner:
 
     def timing(self):
         """--repeats rounds; in each, every configuration once per thread count, each qcc one
-        right after its ORT peers (fp32 after ORT fp32, the plans after ORT's int8 models): this
-        VM's speed drifts by up to 2x over minutes, which skewed ratios of timings taken one
-        tool after the other (efficientnet-lite0 fp32 b1 read 1.30 of ORT in such a run, 1.00-1.05
-        in adjacent pairs)."""
+        right after its ORT peers (fp32 after ORT fp32, the plans after ORT's int8 models): a
+        VM's speed can drift by 2x over minutes, which skews ratios of timings taken one tool
+        after the other (docs/benchmarks.md, 2026-12-03: efficientnet-lite0 fp32 b1 read 1.30 of
+        ORT in such a run, 1.00-1.05 in adjacent pairs)."""
         ort_fp32 = {"ORT fp32": self.ort_fp32} if getattr(self, "ort_fp32", None) else {}
         qcc_fp32 = {"qcc fp32": self.model}
         if self.spec.get("fp16") and ort_fp32:
