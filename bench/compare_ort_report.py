@@ -95,7 +95,7 @@ def markdown(results):
             "(ORT: intra_op_num_threads=T, inter_op_num_threads=1, sequential, default graph "
             "optimisations; qcc: `qcc bench --threads T`). `ORT` is ORT fp32 in fp32 rows and "
             "ORT's s8 model in int8 rows; qcc/ORT below 1 means qcc is faster. Throughput = "
-            "batch / median.", "",
+            "batch / ms.", "",
             "| model | method | batch | threads | qcc ms | ORT ms | qcc/ORT | ORT u8 ms | "
             "qcc/ORT u8 | qcc img/s | ORT img/s |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -242,7 +242,7 @@ def roofline(results):
                       for isa, by in peak.items())
     out = ["", "### 3b. Against this CPU's peak", "",
            "Operations per second (2 per multiply-add of the convolutions, matrix products and "
-           "attention that `qcc inspect` counts in the plan) of the medians above, and that as "
+           "attention that `qcc inspect` counts in the plan) of the times above, and that as "
            f"a share of this CPU's peak measured by `build/bench/cpu_peak` ({peaks}): fp32 rows "
            f"against {fp32_isa}, int8 rows against {int8_isa or 'no VNNI (not shown)'}. ORT runs "
            "the same multiply-adds.", "",
