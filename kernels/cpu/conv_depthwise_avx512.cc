@@ -503,7 +503,7 @@ QCC_AVX512 void DepthwiseBlockedPieces(const ConvF32Params& p, const float* x, c
     for (int64_t c = 0; c < 16; ++c) bias_lanes[c] = bias != nullptr && c < nc ? bias[c0 + c] : 0;
     for (int64_t oy = 0; oy < oh; ++oy) {
       if (next_floats > 0) {
-        // Whole lines of the share [a, b): a line's first float in it.
+        // The share [a, b) of the next block's floats, in steps of a line (16 floats).
         const int64_t a = (next_floats * oy / oh + 15) / 16 * 16;
         const int64_t b = (next_floats * (oy + 1) / oh + 15) / 16 * 16;
         PrefetchLines(x, next_x + a, b - a);

@@ -280,7 +280,7 @@ void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, co
     // weights come from L3 or memory, a block at a time, and its first tile waited on them
     // (efficientnet-lite0's 7 x 7 layers ran 30-40% slower there than alone).
     const float* next_bp = u + 1 < end ? packed + (u + 1) % blocks * 32 * k_len : nullptr;
-    // The chunk's positions [n_begin, n_end) in tiles of at most kTp, their sizes one apart at
+    // The chunk's n_len positions from n_begin in tiles of at most kTp, their sizes one apart at
     // most: 169 positions go as 4 tiles of 12 and 11 of 11, not 14 of 12 and one of 1, whose two
     // accumulator chains ran at a quarter of the FMA rate for as long as a full tile's k loop.
     // Tiles of 12 rather than 8 (24 of the 32 zmm registers accumulating): 1-3% faster on
