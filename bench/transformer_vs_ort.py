@@ -8,7 +8,7 @@
 - qcc fp32 is `qcc compile --fp32`, qcc static int8 `qcc calibrate` (first 500 token files) then
   `qcc compile --int8` with default flags, qcc dynamic `qcc compile --int8 --dynamic`; timed with
   `qcc bench --batch 8 --threads T`.
-Every timing is the median of the rounds (--repeats: compare-ort's, 3 by default; 5 when run
+Every timing is the median of the rounds (--repeats: compare-ort's, 5 by default, also when run
 alone; 1 with --quick); a round runs each of the five once, in turn, as a fresh process that reports the median of its timed runs, on the first 8 token files
 (qcc bench: seeded 0/1 ids, which cost the same). The ratios are medians of the per-round ratios,
 so that a slow spell of the machine (this 2-core VM's second core is sometimes busy: 2-thread
