@@ -1,5 +1,9 @@
 // The nn op group on the CPU: registration and the helpers its adapters share. The adapters
 // themselves are in nn_conv.cc, nn_pool.cc, nn_norm.cc and nn_dense.cc.
+#include <cstdlib>
+#include <memory>
+#include <new>
+
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/op_registry.h"
 #include "backend_cpu/ops/nn_internal.h"
@@ -19,13 +23,24 @@ absl::Status RequireF32Inputs(const OpContext& ctx) {
 }
 
 float* ScratchF32(int64_t n) {
-  thread_local std::vector<float> buffer;
-  if (static_cast<int64_t>(buffer.size()) < n) {
-    buffer.clear();
-    buffer.shrink_to_fit();
-    buffer.resize(static_cast<size_t>(n));
+  // Page-aligned, so that the kernels' 64-byte vectors of it (im2col bands, Winograd tiles,
+  // split inputs) never straddle a cache line. A std::vector's 16-byte alignment left that to
+  // the heap: squeezenet1.1 at batch 1 ran 3-6% slower or faster (its Winograd layers 16%) as
+  // an earlier layer's scratch grew by 600 bytes.
+  constexpr size_t kAlign = 4096;
+  struct Buffer {
+    std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+    int64_t size = 0;
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < n) {
+    buffer.data.reset();
+    const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+    buffer.data.reset(static_cast<float*>(std::aligned_alloc(kAlign, bytes)));
+    if (buffer.data == nullptr) throw std::bad_alloc();
+    buffer.size = n;
   }
-  return buffer.data();
+  return buffer.data.get();
 }
 
 absl::StatusOr<std::array<int64_t, 3>> Spatial3(const OpContext& ctx, const std::vector<int64_t>& v,

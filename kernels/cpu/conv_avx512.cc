@@ -107,10 +107,29 @@ bool UseStrided(const ConvF32Params& p) {
 
 Geometry GeometryOf(const ConvF32Params& p);
 
+/// A band's input split by columns for the strided path (SplitColumnsOf), zero-padded: per
+/// channel, `rows` input rows from input row `first` (rows outside x are zeros), each as two
+/// halves of `pitch` floats. In padded columns ixp = ix + pad (ix the input column), half h holds
+/// the columns ixp = 2 c + h at c; so tap kx of output column ox reads column ox + kx / 2 of half
+/// kx % 2, 16 outputs one plain load, and every load of a tile stays inside its row.
+struct SplitBand {
+  int64_t first, rows, pitch;
+  int64_t half() const { return pitch; }
+  int64_t row() const { return 2 * pitch; }
+  int64_t channel() const { return rows * row(); }
+};
+
+SplitBand SplitBandOf(const ConvF32Params& p, int64_t r0, int64_t r1) {
+  SplitBand b;
+  b.pitch = (p.out[2] + 15) / 16 * 16 + (p.kernel[2] - 1) / 2;
+  b.first = r0 * p.stride[1] - p.pad[1];
+  b.rows = (r1 - 1 - r0) * p.stride[1] + (p.kernel[1] - 1) * p.dilation[1] + 1;
+  return b;
+}
+
 /// Floats of a thread's split input for the strided path: a band's rows, every channel of a group.
 int64_t StridedSplitFloats(const ConvF32Params& p, const Geometry& g) {
-  const int64_t rows = (g.band_rows - 1) * p.stride[1] + (p.kernel[1] - 1) * p.dilation[1] + 1;
-  return g.cg * 2 * ((p.in[2] + 1) / 2) * std::min(rows, p.in[1]);
+  return g.cg * SplitBandOf(p, 0, g.band_rows).channel();
 }
 
 Geometry GeometryOf(const ConvF32Params& p) {
@@ -273,6 +292,14 @@ Geometry GeometryOf(const ConvF32Params& p) {
   QCC_STORE(0)        \
   QCC_STORE(1) QCC_STORE(2) QCC_STORE(3) QCC_STORE(4) QCC_STORE(5) QCC_STORE(6) QCC_STORE(7)
 
+// The next tile's place in c (32 NV columns on, each of the MR rows), for writing.
+#define QCC_PREFETCH_NEXT_C                               \
+  for (int r = 0; r < MR; ++r) {                          \
+    PrefetchAt<1>(c, r * ldc + 32 * NV);                  \
+    PrefetchAt<1>(c, r * ldc + 32 * NV + 16);             \
+    if (NV > 2) PrefetchAt<1>(c, r * ldc + 32 * NV + 32); \
+  }
+
 /// c[r, 0:16NV) = act(bias[r] + sum_k ap[k, r] * b[k, 0:16NV) + rc[r, 0:16NV)) for r < MR,
 /// columns masked by masks.m(v) (16v..16v+15); `act` null is the identity, `rc` (the residual at
 /// the tile's place, row stride ldc) null adds nothing. `ap` holds 8 packed rows per k (rows >= MR
@@ -283,11 +310,7 @@ QCC_AVX512 void Tile(int64_t k_len, const float* ap, const float* b, int64_t ldb
                      ColumnMasks masks) {
   const __mmask16 m0 = masks.m(0), m1 = masks.m(1), m2 = masks.m(2);
   QCC_INIT_ALL
-  for (int r = 0; r < MR; ++r) {
-    PrefetchAt<1>(c, r * ldc + 32 * NV);
-    PrefetchAt<1>(c, r * ldc + 32 * NV + 16);
-    if (NV > 2) PrefetchAt<1>(c, r * ldc + 32 * NV + 32);
-  }
+  QCC_PREFETCH_NEXT_C
   for (int64_t k = 0; k < k_len; ++k, ap += kMr, b += ldb) {
     PrefetchAt(b, 32 * NV);
     PrefetchAt(b, 32 * NV + 16);
@@ -313,11 +336,6 @@ struct TapLoad {
 /// channel ci is the masked load at x + ci * in_sp + taps[t].off[h]. Channel-major, so the few
 /// input lines of one channel are reused by all its taps while in L1 (tap-major order strides
 /// over channel planes, which alias to the same L1 sets when a plane is a multiple of 4 KiB).
-/// The strided path (stride 2 along x) runs it on its input split by columns (SplitColumnsOf),
-/// where a tap's inputs for the 16NV outputs of a row are 16NV consecutive floats of one half:
-/// instead of an im2col band written and read back 8 output channels at a time (the first layer
-/// of an ImageNet CNN, on 3 channels, spent a fifth of its time on that, more in a model, where
-/// x is not in cache).
 template <int MR, int NV>
 QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const float* x,
                              const TapLoad* taps, const float* ap, const float* bias,
@@ -325,11 +343,7 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
                              ColumnMasks masks) {
   const __mmask16 m0 = masks.m(0), m1 = masks.m(1), m2 = masks.m(2);
   QCC_INIT_ALL
-  for (int r = 0; r < MR; ++r) {
-    PrefetchAt<1>(c, r * ldc + 32 * NV);
-    PrefetchAt<1>(c, r * ldc + 32 * NV + 16);
-    if (NV > 2) PrefetchAt<1>(c, r * ldc + 32 * NV + 32);
-  }
+  QCC_PREFETCH_NEXT_C
   for (int64_t ci = 0; ci < cg; ++ci, x += in_sp) {
     for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
       const __mmask16 k0 = taps[t].mask[0], k1 = taps[t].mask[1];
@@ -347,8 +361,40 @@ QCC_AVX512 void TileImplicit(int64_t kvol, int64_t cg, int64_t in_sp, const floa
   QCC_STORE_ALL
 }
 
+/// The same block as Tile for the strided path (stride 2 along x), with k = (channel, tap) read
+/// from a band's zero-padded split input (SplitColumnsOf), where a tap's inputs for the 16NV
+/// outputs of a row are 16NV consecutive floats of one half: instead of an im2col band written
+/// and read back 8 output channels at a time (the first layer of an ImageNet CNN, on 3 channels,
+/// spent a fifth of its time on that, more in a model, where x is not in cache). Vector h of tap
+/// t of channel ci is the 16 floats at x + ci * chan + off[t] + 16 h, all inside the band, so no
+/// masks: padding reads its zeros, as im2col's do. TileImplicit's masked loads on the unpadded
+/// split (an offset and a mask per vector and tap, and a test for taps wholly in the padding)
+/// were 38 instructions per 16 FMAs; squeezenet1.1's conv1 alone 385 -> 361 us on 1 thread,
+/// 232 -> 203 on 2, efficientnet-lite0's stem 203 -> 199 and 116 -> 104 (AVX-512 Xeon).
+template <int MR, int NV>
+QCC_AVX512 void TileStrided(int64_t kvol, int64_t cg, int64_t chan, const float* x,
+                            const int64_t* off, const float* ap, const float* bias, const float* rc,
+                            const ActivationF32* act, float* c, int64_t ldc, ColumnMasks masks) {
+  const __mmask16 m0 = masks.m(0), m1 = masks.m(1), m2 = masks.m(2);
+  QCC_INIT_ALL
+  QCC_PREFETCH_NEXT_C
+  for (int64_t ci = 0; ci < cg; ++ci, x += chan) {
+    for (int64_t t = 0; t < kvol; ++t, ap += kMr) {
+      const float* xt = x + off[t];
+      const __m512 b0 = _mm512_loadu_ps(xt);
+      const __m512 b1 = NV > 1 ? _mm512_loadu_ps(xt + 16) : _mm512_setzero_ps();
+      const __m512 b2 = NV > 2 ? _mm512_loadu_ps(xt + 32) : _mm512_setzero_ps();
+      QCC_FMA_ALL
+    }
+  }
+  QCC_RES_ALL
+  QCC_ACT_ALL
+  QCC_STORE_ALL
+}
+
 #undef QCC_INIT
 #undef QCC_INIT_ALL
+#undef QCC_PREFETCH_NEXT_C
 #undef QCC_RES
 #undef QCC_RES_ALL
 #undef QCC_FMA
@@ -373,10 +419,13 @@ using ImplicitTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const T
 constexpr ImplicitTileFn kImplicitTiles[2][kMr + 1] = {QCC_TILES_BY_ROWS(TileImplicit, 2),
                                                        QCC_TILES_BY_ROWS(TileImplicit, 3)};
 
+using StridedTileFn = void (*)(int64_t, int64_t, int64_t, const float*, const int64_t*,
+                               const float*, const float*, const float*, const ActivationF32*,
+                               float*, int64_t, ColumnMasks);
 // [vectors - 1][rows]: the strided path's tiles of one to three vectors.
-constexpr ImplicitTileFn kStridedTiles[3][kMr + 1] = {QCC_TILES_BY_ROWS(TileImplicit, 1),
-                                                      QCC_TILES_BY_ROWS(TileImplicit, 2),
-                                                      QCC_TILES_BY_ROWS(TileImplicit, 3)};
+constexpr StridedTileFn kStridedTiles[3][kMr + 1] = {QCC_TILES_BY_ROWS(TileStrided, 1),
+                                                     QCC_TILES_BY_ROWS(TileStrided, 2),
+                                                     QCC_TILES_BY_ROWS(TileStrided, 3)};
 #undef QCC_TILES_BY_ROWS
 
 /// The strided tiles of an output row: its vectors of 16 outputs split as evenly as they go into
@@ -390,43 +439,31 @@ std::vector<int64_t> StridedTileStarts(int64_t out_w) {
   return starts;
 }
 
-/// The rows and columns of a band's input split by columns (SplitColumnsOf): rows of `pitch`
-/// floats, `rows` of them per half (even columns, then odd), from input row `first`.
-struct SplitBand {
-  int64_t first, rows, pitch;
-  int64_t half() const { return rows * pitch; }
-  int64_t channel() const { return 2 * rows * pitch; }
-};
-
-SplitBand SplitBandOf(const ConvF32Params& p, int64_t r0, int64_t r1) {
-  SplitBand b;
-  b.pitch = (p.in[2] + 1) / 2;
-  const int64_t lo = r0 * p.stride[1] - p.pad[1];
-  const int64_t hi = (r1 - 1) * p.stride[1] - p.pad[1] + (p.kernel[1] - 1) * p.dilation[1] + 1;
-  b.first = std::clamp<int64_t>(lo, 0, p.in[1]);
-  b.rows = std::max<int64_t>(0, std::clamp<int64_t>(hi, 0, p.in[1]) - b.first);
-  return b;
-}
-
-/// Channels [0, cg) of x's rows [b.first, b.first + b.rows), each split into its even columns
-/// then its odd ones (b's layout).
+/// Channels [0, cg) of x's rows [b.first, b.first + b.rows) into b's zero-padded layout.
 QCC_AVX512 void SplitColumnsOf(const ConvF32Params& p, int64_t cg, const float* x,
                                const SplitBand& b, float* split) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  const int64_t w = p.in[2];
+  const int64_t w = p.in[2], pad = p.pad[2];
   for (int64_t ci = 0; ci < cg; ++ci) {
     for (int64_t r = 0; r < b.rows; ++r) {
-      const float* row = x + ci * p.in_size() + (b.first + r) * w;
+      float* e = split + ci * b.channel() + r * b.row();
+      float* o = e + b.half();
+      const int64_t iy = b.first + r;
+      if (iy < 0 || iy >= p.in[1]) {
+        std::fill(e, e + b.row(), 0.0f);
+        continue;
+      }
+      const float* row = x + ci * p.in_size() + iy * w;
       // The same row of the next band, which a band's work hides: x is often a model's input,
       // not in cache, and a band's few rows per channel are too short a run for the hardware's
       // prefetch.
-      PrefetchLines(row, b.rows * w, w);
-      float* e = split + ci * b.channel() + r * b.pitch;
-      float* o = e + b.half();
+      if (iy + b.rows < p.in[1]) PrefetchLines(row, b.rows * w, w);
       for (int64_t c = 0; c < b.pitch; c += 16) {
-        const __m512 lo = _mm512_maskz_loadu_ps(LowBits16(w - 2 * c), row + 2 * c);
-        const __m512 hi = _mm512_maskz_loadu_ps(LowBits16(w - 2 * c - 16), row + 2 * c + 16);
+        // Lane j of the pair: input column 2 c - pad + j; zero outside the row.
+        const int64_t ix = 2 * c - pad;
+        const __m512 lo = _mm512_maskz_loadu_ps(LaneRange16(-ix, w - ix), row + ix);
+        const __m512 hi = _mm512_maskz_loadu_ps(LaneRange16(-ix - 16, w - ix - 16), row + ix + 16);
         const __mmask16 m = LowBits16(b.pitch - c);
         _mm512_mask_storeu_ps(e + c, m, _mm512_permutex2var_ps(lo, even, hi));
         _mm512_mask_storeu_ps(o + c, m, _mm512_permutex2var_ps(lo, odd, hi));
@@ -435,58 +472,14 @@ QCC_AVX512 void SplitColumnsOf(const ConvF32Params& p, int64_t cg, const float* 
   }
 }
 
-/// Per strided tile of an output row (StridedTileStarts) and kernel column kx: the half of the
-/// split input its tap reads (the parity of its input columns), the column there of lane 0, the
-/// lanes of each vector inside x and the row, and whether any is.
-struct StridedColumn {
-  int64_t parity, col;
-  __mmask16 mask[3];
-  bool any;
-};
-
-std::vector<StridedColumn> StridedColumns(const ConvF32Params& p,
-                                          const std::vector<int64_t>& starts) {
-  const int64_t in_w = p.in[2], out_w = p.out[2], kw = p.kernel[2];
-  const int64_t tiles = static_cast<int64_t>(starts.size()) - 1;
-  std::vector<StridedColumn> cols(tiles * kw);
-  for (int64_t tile = 0; tile < tiles; ++tile) {
-    const int64_t ox0 = starts[tile] * 16, nv = starts[tile + 1] - starts[tile];
-    for (int64_t kx = 0; kx < kw; ++kx) {
-      StridedColumn& c = cols[tile * kw + kx];
-      const int64_t ix0 = ox0 * 2 - p.pad[2] + kx;  // lane l reads column ix0 + 2 l
-      c.parity = ix0 & 1;
-      c.col = (ix0 - c.parity) / 2;  // lane l: column c.col + l of that half
-      c.any = false;
-      for (int64_t v = 0; v < 3; ++v) {
-        uint32_t bits = 0;
-        for (int64_t l = 0; l < 16 && v < nv; ++l) {
-          const int64_t ix = ix0 + 2 * (16 * v + l), ox = ox0 + 16 * v + l;
-          if (ix >= 0 && ix < in_w && ox < out_w) bits |= 1u << l;
-        }
-        c.mask[v] = static_cast<__mmask16>(bits);
-        c.any = c.any || bits != 0;
-      }
-    }
-  }
-  return cols;
-}
-
-/// The taps of output row oy's strided tile whose columns are `cols` (kernel width of them), into
-/// band b's split input.
-void StridedTaps(const ConvF32Params& p, int64_t oy, const StridedColumn* cols, const SplitBand& b,
-                 TapLoad* taps) {
+/// Where tap t (row-major over the kernel) of output row oy reads in band b's split input, for
+/// the row's first output; a tile at output column ox0 adds ox0.
+void StridedTaps(const ConvF32Params& p, int64_t oy, const SplitBand& b, int64_t* off) {
   const int64_t kw = p.kernel[2];
+  const int64_t row0 = oy * p.stride[1] - p.pad[1] - b.first;
   for (int64_t ky = 0, t = 0; ky < p.kernel[1]; ++ky) {
-    const int64_t iy = oy * p.stride[1] - p.pad[1] + ky * p.dilation[1];
-    const bool inside = iy >= 0 && iy < p.in[1];
-    for (int64_t kx = 0; kx < kw; ++kx, ++t) {
-      const StridedColumn& c = cols[kx];
-      const int64_t off = c.parity * b.half() + (iy - b.first) * b.pitch + c.col;
-      for (int v = 0; v < 3; ++v) {
-        taps[t].off[v] = inside && c.any ? off + 16 * v : 0;
-        taps[t].mask[v] = inside ? c.mask[v] : 0;
-      }
-    }
+    const int64_t r = row0 + ky * p.dilation[1];
+    for (int64_t kx = 0; kx < kw; ++kx, ++t) off[t] = r * b.row() + (kx % 2) * b.half() + kx / 2;
   }
 }
 
@@ -618,8 +611,6 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
   const int64_t cost = g.m_chunk_blocks * kMr * g.k * g.band_rows * ow / 8;
   const std::vector<int64_t> strided_starts =
       g.strided ? StridedTileStarts(ow) : std::vector<int64_t>();
-  const std::vector<StridedColumn> strided_cols =
-      g.strided ? StridedColumns(p, strided_starts) : std::vector<StridedColumn>();
   NnParallelFor(
       p.num_threads, g.units(p.batch, p.groups), cost, [&](int64_t begin, int64_t end, int thread) {
         // Only the im2col path has bands (pointwise and implicit convolutions read x in place,
@@ -666,18 +657,19 @@ void ConvF32Im2colAvx512Packed(const ConvF32Params& p, const float* x, const flo
           if (g.strided) {
             const SplitBand band = SplitBandOf(p, r0, r1);
             SplitColumnsOf(p, g.cg, xg, band, col);
+            int64_t offs[kMaxImplicitTaps];
             // Row by row, each tile of 16 to 48 outputs of a row in L1 across the blocks of
             // weights.
             for (int64_t oy = r0; oy < r1; ++oy) {
+              StridedTaps(p, oy, band, offs);
               for (int64_t ct = 0; ct + 1 < static_cast<int64_t>(strided_starts.size()); ++ct) {
                 const int64_t ox0 = strided_starts[ct] * 16;
                 const int64_t nv = strided_starts[ct + 1] - strided_starts[ct];
-                StridedTaps(p, oy, strided_cols.data() + ct * p.kernel[2], band, taps);
                 const int64_t j = (oy - r0) * ow + ox0;
                 const ColumnMasks masks = MasksAt(ox0, ow);
                 for (int64_t mb = mb0; mb < mb1; ++mb) {
                   const int64_t rows = std::min(kMr, g.mg - mb * kMr);
-                  kStridedTiles[nv - 1][rows](g.kvol, g.cg, band.channel(), col, taps,
+                  kStridedTiles[nv - 1][rows](g.kvol, g.cg, band.channel(), col + ox0, offs,
                                               ag + mb * g.k * kMr,
                                               bg != nullptr ? bg + mb * kMr : nullptr,
                                               rg != nullptr ? rg + mb * kMr * out_sp + j : nullptr,

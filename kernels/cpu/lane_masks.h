@@ -18,6 +18,11 @@ inline uint64_t LowBits64(int64_t n) {
 /// The first `n` of 16 lanes (none for n <= 0, all for n >= 16).
 inline __mmask16 LowBits16(int64_t n) { return static_cast<__mmask16>(LowBits64(n < 16 ? n : 16)); }
 
+/// Lanes [lo, hi) of 16 (clamped to [0, 16]; none when hi <= lo).
+inline __mmask16 LaneRange16(int64_t lo, int64_t hi) {
+  return static_cast<__mmask16>(LowBits16(hi) & ~LowBits16(lo));
+}
+
 /// The two load masks that read floats [0, floats) of a span as lanes of two 16-float loads.
 struct SpanMasks {
   __mmask16 lo, hi;
