@@ -314,6 +314,32 @@ TEST(NnPoolTest, GlobalPools) {
   EXPECT_EQ(CompareTensors((*y)[0], mx, 0, 0), "");
 }
 
+// GlobalAveragePoolF32 called directly, bit for bit each plane's sum in order in double: planes
+// in blocks of 16 (the AVX-512 path, where the CPU has it), 8 and alone; sizes below, at and past
+// a block of 16 positions and squeezenet's 169; 1 and 3 threads (1000 planes of 169: pieces that
+// start off a block of 16).
+TEST(NnPoolTest, GlobalAveragePoolSumsInOrder) {
+  for (int64_t planes : {1, 16, 23, 40, 57, 1000}) {
+    for (int64_t size : {0, 1, 15, 16, 17, 49, 169}) {
+      const Tensor x = RandomF32({planes, std::max<int64_t>(size, 1)}, 27);
+      std::vector<float> want(planes);
+      for (int64_t p = 0; p < planes; ++p) {
+        double s = 0;
+        for (int64_t i = 0; i < size; ++i) s += x.data<float>()[p * size + i];
+        want[p] = size > 0 ? static_cast<float>(s / static_cast<double>(size)) : 0.0f;
+      }
+      for (int threads : {1, 3}) {
+        std::vector<float> got(planes, -1.0f);
+        cpu::GlobalAveragePoolF32(planes, size, x.data<float>(), got.data(), threads);
+        for (int64_t p = 0; p < planes; ++p) {
+          ASSERT_EQ(BitCast<uint32_t>(got[p]), BitCast<uint32_t>(want[p]))
+              << "plane " << p << " of " << planes << ", size " << size << ", threads " << threads;
+        }
+      }
+    }
+  }
+}
+
 TEST(NnPoolTest, RejectsBadAttributes) {
   const Tensor x = RandomF32({1, 1, 4, 4}, 26);
   ir::PoolAttrs no_kernel;
