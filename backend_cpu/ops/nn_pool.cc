@@ -38,6 +38,22 @@ absl::StatusOr<PoolF32Params> PoolParams(const OpContext& ctx, const Tensor& x) 
 /// 8-bit integers pool exactly in fp32 (max and the window comparisons are order-preserving).
 bool IsByteType(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
+/// Whether every window of p has a tap inside x (none lies wholly in the padding or, dilated,
+/// between the input's elements).
+bool EveryWindowHasATap(const PoolF32Params& p) {
+  for (int a = 0; a < 3; ++a) {
+    for (int64_t o = 0; o < p.out[a]; ++o) {
+      bool any = false;
+      for (int64_t t = 0; t < p.kernel[a] && !any; ++t) {
+        const int64_t i = o * p.stride[a] - p.pad_begin[a] + t * p.dilation[a];
+        any = i >= 0 && i < p.in[a];
+      }
+      if (!any) return false;
+    }
+  }
+  return true;
+}
+
 absl::Status RunMaxPool(OpContext& ctx) {
   const Tensor& x_in = ctx.input(0);
   const bool bytes = IsByteType(x_in.dtype());
@@ -50,6 +66,11 @@ absl::Status RunMaxPool(OpContext& ctx) {
   MaxPoolF32(p, x.data<float>(), y.data<float>(),
              with_indices ? ctx.output(1).data<int64_t>() : nullptr, column_major);
   if (bytes) ctx.output(0) = CastTensor(y, x_in.dtype());
+  // In an fp16 model x holds fp16 values (their fp32 forms), and each output is one of them:
+  // rounding it to fp16 changes nothing, so the evaluator's pass over the output is skipped
+  // (squeezenet1.1's three pools, 330,000 values, 42 us a run at 1 thread). A window wholly in
+  // the padding gives the lowest float, which rounds to -inf: those keep the pass.
+  ctx.rounded_to_f16 = ctx.round_to_f16 && !bytes && EveryWindowHasATap(p);
   return absl::OkStatus();
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -170,6 +171,61 @@ TEST(EvaluatorFp16Test, MoversBetweenFp32OpsGiveTheFp16TensorsBitForBit) {
   EXPECT_EQ(seen["t"], th);
   EXPECT_EQ(seen["p"], want_p);
   EXPECT_EQ(seen["w"], want_w);
+}
+
+TEST(EvaluatorFp16Test, MaxPoolOutputsAreFp16ValuesAndAnEmptyWindowRoundsToMinusInfinity) {
+  // MaxPool skips the rounding pass (each output is one of its fp16 inputs), except where a
+  // window lies wholly in the padding: that output is the lowest float, -inf in fp16, and the
+  // fp32 op after it must see -inf (here -inf * 0 = NaN, where the lowest float * 0 = -0).
+  ir::Graph g;
+  g.set_opset(17);
+  const std::vector<uint16_t> xh = {FloatToHalf(1.1f),  FloatToHalf(-2.3f), FloatToHalf(3.7f),
+                                    FloatToHalf(-4.9f), FloatToHalf(0.3f),  FloatToHalf(7.1f)};
+  ir::Value* x = g.AddInput("x", ir::TensorType(DType::kFloat16, {1, 1, 2, 3}));
+  ir::Value* c =
+      g.NewConstant("c", Tensor::FromVector<uint16_t>(DType::kFloat16, {}, {FloatToHalf(1.3f)}));
+  ir::Value* zero =
+      g.NewConstant("zero", Tensor::FromVector<uint16_t>(DType::kFloat16, {}, {FloatToHalf(0)}));
+  ir::Value* m = g.AddNode(ir::OpKind::kMul, "mul", {x, c}, {"m"})->output(0);
+  ir::Node* pool = g.AddNode(ir::OpKind::kMaxPool, "pool", {m}, {"p"});
+  ir::PoolAttrs a;
+  a.kernel_shape = {2, 2};
+  pool->set_attrs(a);
+  ir::Node* empty = g.AddNode(ir::OpKind::kMaxPool, "empty", {m}, {"e"});
+  ir::PoolAttrs b;
+  b.kernel_shape = {1, 1};
+  b.pads = {1, 0, 0, 0};  // output row 0 reads only the padding row above x
+  empty->set_attrs(b);
+  g.AddOutput(g.AddNode(ir::OpKind::kMul, "scaled", {pool->output(0), zero}, {"s"})->output(0));
+  g.AddOutput(g.AddNode(ir::OpKind::kMul, "zeroed", {empty->output(0), zero}, {"z"})->output(0));
+  g.AddOutput(pool->output(0));
+  ASSERT_TRUE(ir::InferShapes(g).ok());
+
+  std::vector<uint16_t> mh(6);
+  for (int i = 0; i < 6; ++i)
+    mh[i] = FloatToHalf(HalfToFloat(xh[i]) * HalfToFloat(FloatToHalf(1.3f)));
+  std::vector<uint16_t> want_p(2);
+  for (int ox = 0; ox < 2; ++ox) {
+    float best = HalfToFloat(mh[ox]);
+    for (int i : {ox + 1, 3 + ox, 4 + ox}) best = std::max(best, HalfToFloat(mh[i]));
+    want_p[ox] = FloatToHalf(best);
+  }
+  cpu::EvalOptions options;
+  options.num_threads = 1;
+  auto ev = cpu::Evaluator::Create(g, options);
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  auto out = (*ev)->Run({Tensor::FromVector<uint16_t>(DType::kFloat16, {1, 1, 2, 3}, xh)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3u);
+  const uint16_t* s = (*out)[0].data<uint16_t>();
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(s[i], FloatToHalf(HalfToFloat(want_p[i]) * 0.0f)) << i;
+  // e is 3 x 3: row 0 from the padding alone (-inf), rows 1-2 m itself.
+  ASSERT_EQ((*out)[1].numel(), 9);
+  const uint16_t* z = (*out)[1].data<uint16_t>();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(HalfToFloat(z[i]))) << "row 0, column " << i;
+  for (int i = 3; i < 9; ++i) EXPECT_EQ(z[i], FloatToHalf(HalfToFloat(mh[i - 3]) * 0.0f)) << i;
+  EXPECT_EQ(std::vector<uint16_t>((*out)[2].data<uint16_t>(), (*out)[2].data<uint16_t>() + 2),
+            want_p);
 }
 
 }  // namespace
