@@ -24,7 +24,9 @@ split by rows like its neighbours, 0.141 -> 0.134 ms; no two tensors sharing are
 take either: 3-6% of pieces changed core), no change; all three together, 0.143 -> 0.124-0.130
 ms, where the sigmoid variant takes 0.086-0.094. A large 1x1 conv on a side branch (reading the
 model's input, not the depthwise conv's output) slows it to 0.100 ms, a small one after a 4x4
-MaxPool to 0.089. What costs there is open. Run with the project venv after scripts/setup:
+MaxPool to 0.089; a 1x1 conv to 2 channels (a 0.1 MB output) still to 0.119, one to 64 to 0.126;
+prefetching 4-16 KiB ahead in the depthwise conv instead of 2, no better (0.154-0.175). What
+costs there is open. Run with the project venv after scripts/setup:
 
     .venv/bin/python bench/split_locality.py [--qcc build/bin/qcc] [--iters 1000] [--reps 3]
 """
