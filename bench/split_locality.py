@@ -25,8 +25,9 @@ take either: 3-6% of pieces changed core), no change; all three together, 0.143 
 ms, where the sigmoid variant takes 0.086-0.094. A large 1x1 conv on a side branch (reading the
 model's input, not the depthwise conv's output) slows it to 0.100 ms, a small one after a 4x4
 MaxPool to 0.089; a 1x1 conv to 2 channels (a 0.1 MB output) still to 0.119, one to 64 to 0.126;
-prefetching 4-16 KiB ahead in the depthwise conv instead of 2, no better (0.154-0.175). What
-costs there is open. Run with the project venv after scripts/setup:
+prefetching 4-16 KiB ahead in the depthwise conv instead of 2, no better (0.154-0.175); the
+arena's tensors moved off 4 KiB multiples of each other (aliasing), no change. What costs there
+is open (this VM exposes no cache counters to perf). Run with the project venv after scripts/setup:
 
     .venv/bin/python bench/split_locality.py [--qcc build/bin/qcc] [--iters 1000] [--reps 3]
 """
