@@ -50,6 +50,8 @@ inline __attribute__((always_inline)) void MapUnary(const UnaryCall& call, const
 // TanhF32 of support/fast_math.h, selects, one division), in the same three builds: compiled for
 // the baseline only they ran 4 lanes wide or not at all (32 x 112 x 112 at 1 thread: Sigmoid
 // 0.61 ms, Tanh 1.01, Exp 0.56, against ONNX Runtime's 0.18, 0.17, 0.15 for the op and a GAP).
+// The functions that have them:
+#define QCC_SIMD_UNARY_F32(X) X(Sigmoid) X(Tanh) X(Exp) X(GeluTanh) X(HardSigmoid) X(HardSwish)
 #define QCC_UNARY_F32_LOOP(name)                                    \
   inline __attribute__((always_inline)) void name##F32LoopBody(     \
       const UnaryCall& call, const float* x, float* y, int64_t n) { \
@@ -57,12 +59,7 @@ inline __attribute__((always_inline)) void MapUnary(const UnaryCall& call, const
   }                                                                 \
   QCC_SIMD_VARIANTS(void, name##F32Loop,                            \
                     (const UnaryCall& call, const float* x, float* y, int64_t n), (call, x, y, n))
-QCC_UNARY_F32_LOOP(Sigmoid)
-QCC_UNARY_F32_LOOP(Tanh)
-QCC_UNARY_F32_LOOP(Exp)
-QCC_UNARY_F32_LOOP(GeluTanh)
-QCC_UNARY_F32_LOOP(HardSigmoid)
-QCC_UNARY_F32_LOOP(HardSwish)
+QCC_SIMD_UNARY_F32(QCC_UNARY_F32_LOOP)
 #undef QCC_UNARY_F32_LOOP
 
 template <typename T>
@@ -73,18 +70,11 @@ void UnaryFloatSerial(const UnaryCall& call, const T* x, T* y, int64_t n) {
         return GeluF32Loop(x, y, n);
       case UnaryFn::kErf:
         return ErfF32Loop(x, y, n);
-      case UnaryFn::kSigmoid:
-        return SigmoidF32Loop(call, x, y, n);
-      case UnaryFn::kTanh:
-        return TanhF32Loop(call, x, y, n);
-      case UnaryFn::kExp:
-        return ExpF32Loop(call, x, y, n);
-      case UnaryFn::kGeluTanh:
-        return GeluTanhF32Loop(call, x, y, n);
-      case UnaryFn::kHardSigmoid:
-        return HardSigmoidF32Loop(call, x, y, n);
-      case UnaryFn::kHardSwish:
-        return HardSwishF32Loop(call, x, y, n);
+#define QCC_UNARY_F32_CASE(name) \
+  case UnaryFn::k##name:         \
+    return name##F32Loop(call, x, y, n);
+        QCC_SIMD_UNARY_F32(QCC_UNARY_F32_CASE)
+#undef QCC_UNARY_F32_CASE
       default:
         break;
     }

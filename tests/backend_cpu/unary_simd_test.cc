@@ -7,36 +7,26 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/cpu/elementwise_unary.h"
 #include "kernels/cpu/simd_dispatch.h"
+#include "support/float16.h"  // BitCast
 #include "support/unary_fn.h"
 #include "tests/backend_cpu/elementwise_testing.h"
 
 namespace qcc::cpu {
 namespace {
 
-uint32_t Bits(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, sizeof(b));
-  return b;
-}
-
-float FromBits(uint32_t b) {
-  float v;
-  std::memcpy(&v, &b, sizeof(v));
-  return v;
-}
+uint32_t Bits(float v) { return BitCast<uint32_t>(v); }
 
 /// Inputs over every exponent and sign (one float of each 2^16 bit patterns), the edges of
 /// e^x's range and of tanh's saturation, zeros, infinities, NaN, subnormals, and a dense
 /// uniform sweep where the activations bend.
 std::vector<float> Inputs() {
   std::vector<float> x;
-  for (uint32_t hi = 0; hi < (1u << 16); ++hi) x.push_back(FromBits(hi << 16 | 0x5a5au));
+  for (uint32_t hi = 0; hi < (1u << 16); ++hi) x.push_back(BitCast<float>(hi << 16 | 0x5a5au));
   const float lim = std::numeric_limits<float>::max();
   const float tiny = std::numeric_limits<float>::denorm_min();
   for (float v : {0.0f,
