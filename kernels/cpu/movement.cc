@@ -76,6 +76,21 @@ void StridedRowU8(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
   StridedRow<uint8_t>(in + i * stride, stride, n - i, out + i);
 }
 
+/// StridedRow for 4-byte elements: at stride 2, four per step from two 16-byte loads (elements
+/// 2i .. 2i + 7, all before the row's last one while i + 4 < n).
+inline void StridedRowU32(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
+  int64_t i = 0;
+  if (stride == 2) {
+    const float* f = reinterpret_cast<const float*>(in);
+    for (; i + 4 < n; i += 4) {
+      const __m128 a = _mm_loadu_ps(f + 2 * i), b = _mm_loadu_ps(f + 2 * i + 4);
+      _mm_storeu_ps(reinterpret_cast<float*>(out) + i,
+                    _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    }
+  }
+  StridedRow<uint32_t>(in + i * stride * 4, stride, n - i, out + i * 4);
+}
+
 void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_size, uint8_t* out) {
   switch (elem_size) {
     case 1:
@@ -83,7 +98,7 @@ void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_s
     case 2:
       return StridedRow<uint16_t>(in, stride, n, out);
     case 4:
-      return StridedRow<uint32_t>(in, stride, n, out);
+      return StridedRowU32(in, stride, n, out);
     case 8:
       return StridedRow<uint64_t>(in, stride, n, out);
     default:
@@ -97,6 +112,12 @@ void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_s
 /// Writes n copies of the element at `fill`.
 template <typename T>
 void FillRow(uint8_t* out, int64_t n, const uint8_t* fill_bytes) {
+  bool one_byte = true;  // every byte of the element the same (zeros, as a Pad's usually are)
+  for (size_t i = 1; i < sizeof(T); ++i) one_byte = one_byte && fill_bytes[i] == fill_bytes[0];
+  if (one_byte) {
+    std::memset(out, fill_bytes[0], static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
   T fill;
   std::memcpy(&fill, fill_bytes, sizeof(T));
   T* dst = reinterpret_cast<T*>(out);
@@ -116,6 +137,158 @@ void FillRowBytes(uint8_t* out, int64_t n, size_t elem_size, const uint8_t* fill
     default:
       for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * elem_size, fill, elem_size);
   }
+}
+
+/// How the innermost axis of an IndexedCopy reads its row: one contiguous run (memcpy), an
+/// evenly strided run without fill, or per-element offsets (anything else).
+enum class RowKind { kContiguous, kStrided, kGather };
+
+/// IndexedCopy past its merged runs: the output in rows of the innermost axis. The axis before
+/// it (the "middle" one) runs as an inner loop over its offsets, so a row costs an offset add
+/// and the copy, and the copies are inlined for the element type T.
+struct RowsPlan {
+  // Byte offsets per axis and coordinate (-1: fill); of the innermost axis only the first
+  // unless the rows gather.
+  std::vector<std::vector<int64_t>> offs;
+  RowKind kind;
+  int64_t n;            // elements per row
+  int64_t elem_stride;  // kStrided: elements of `in` between a row's elements
+  int64_t mid_count;    // coordinates of the middle axis (1 for rank 1)
+  int64_t rows;
+};
+
+/// StridedRowU8 for rows of 8 to 15 bytes at stride 2: elements 0-3 are the low bytes of the
+/// words at 0..6, elements 4-7 the high bytes of the words at 7..13 (so bytes 0 .. 14 are read,
+/// all within the row's span), 8 a step.
+inline void StridedRowU8Short(const uint8_t* in, int64_t n, uint8_t* out) {
+  int64_t i = 0;
+  const __m128i low = _mm_set1_epi16(0x00FF);
+  for (; i + 8 <= n; i += 8) {
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 * i));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 * i + 7));
+    const __m128i packed = _mm_packus_epi16(_mm_and_si128(a, low), _mm_srli_epi16(b, 8));
+    // Bytes 0-3: a's 4 words; bytes 8-11: b's 4 words.
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
+                     _mm_shuffle_epi32(packed, _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  StridedRow<uint8_t>(in + 2 * i, 2, n - i, out + i);
+}
+
+template <typename T>
+inline void CopyRow(const RowsPlan& pl, const uint8_t* row_in, const uint8_t* fill, uint8_t* out) {
+  switch (pl.kind) {
+    case RowKind::kContiguous:
+      std::memcpy(out, row_in + pl.offs.back()[0], static_cast<size_t>(pl.n) * sizeof(T));
+      return;
+    case RowKind::kStrided:
+      if constexpr (sizeof(T) == 1) {
+        if (pl.elem_stride == 2 && pl.n < 16) {
+          return StridedRowU8Short(row_in + pl.offs.back()[0], pl.n, out);
+        }
+        return StridedRowU8(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, out);
+      } else if constexpr (sizeof(T) == 4) {
+        return StridedRowU32(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, out);
+      } else {
+        return StridedRow<T>(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, out);
+      }
+    case RowKind::kGather:
+      return GatherRow<T>(row_in, pl.offs.back().data(), pl.n, fill, out);
+  }
+}
+
+/// Rows [r_begin, r_end) of the plan; T is a same-sized stand-in for the element type (or
+/// uint8_t with `elem_size` bytes per element for other sizes, where rows go bytewise).
+template <typename T>
+void CopyRows(const RowsPlan& pl, size_t elem_size, const uint8_t* src, const uint8_t* fill,
+              uint8_t* dst, int64_t r_begin, int64_t r_end) {
+  const size_t rank = pl.offs.size();
+  const size_t outer = rank >= 2 ? rank - 2 : 0;  // axes before the middle one
+  const size_t row_bytes = static_cast<size_t>(pl.n) * elem_size;
+  const std::vector<int64_t>* mid = rank >= 2 ? &pl.offs[rank - 2] : nullptr;
+  // The outer coordinates of r_begin's group of middle-axis rows.
+  std::vector<size_t> index(outer, 0);
+  int64_t group = r_begin / pl.mid_count;
+  for (size_t k = outer, q = group; k-- > 0;) {
+    index[k] = q % pl.offs[k].size();
+    q /= pl.offs[k].size();
+  }
+  for (int64_t r = r_begin; r < r_end; ++group) {
+    int64_t base = 0;
+    bool valid = true;
+    for (size_t k = 0; k < outer; ++k) {
+      const int64_t o = pl.offs[k][index[k]];
+      valid = valid && o >= 0;
+      base += o;
+    }
+    const int64_t j_end = std::min<int64_t>(pl.mid_count, r_end - group * pl.mid_count);
+    for (int64_t j = r - group * pl.mid_count; j < j_end; ++j, ++r) {
+      const int64_t o = mid != nullptr ? (*mid)[j] : 0;
+      uint8_t* row = dst + r * row_bytes;
+      if (!valid || o < 0) {
+        FillRowBytes(row, pl.n, elem_size, fill);
+      } else if (sizeof(T) == elem_size) {
+        CopyRow<T>(pl, src + base + o, fill, row);
+      } else if (pl.kind == RowKind::kContiguous) {
+        std::memcpy(row, src + base + o + pl.offs.back()[0], row_bytes);
+      } else if (pl.kind == RowKind::kStrided) {
+        StridedRowBytes(src + base + o + pl.offs.back()[0], pl.elem_stride, pl.n, elem_size, row);
+      } else {
+        GatherRowBytes(src + base + o, pl.offs.back().data(), pl.n, elem_size, fill, row);
+      }
+    }
+    for (size_t k = outer; k-- > 0;) {
+      if (++index[k] < pl.offs[k].size()) break;
+      index[k] = 0;
+    }
+  }
+}
+
+void RowsCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const uint8_t* src,
+              const uint8_t* fill, uint8_t* dst, int num_threads) {
+  const size_t rank = axes.size();
+  RowsPlan pl;
+  pl.offs.resize(rank);
+  for (size_t k = 0; k + 1 < rank; ++k) {
+    const int64_t step = axes[k].in_stride * static_cast<int64_t>(elem_size);
+    pl.offs[k].resize(axes[k].source.size());
+    for (size_t i = 0; i < pl.offs[k].size(); ++i) {
+      const int64_t s = axes[k].source[i];
+      pl.offs[k][i] = s < 0 ? -1 : s * step;
+    }
+  }
+  const CopyAxis& last = axes.back();
+  pl.n = static_cast<int64_t>(last.source.size());
+  const int64_t stride = pl.n > 1 ? last.source[1] - last.source[0] : 1;
+  bool strided = last.source[0] >= 0;
+  for (int64_t i = 1; strided && i < pl.n; ++i) {
+    strided = last.source[i] >= 0 && last.source[i] == last.source[0] + i * stride;
+  }
+  const bool contiguous = strided && (pl.n == 1 || last.in_stride * stride == 1);
+  pl.kind = contiguous ? RowKind::kContiguous : strided ? RowKind::kStrided : RowKind::kGather;
+  pl.elem_stride = strided ? last.in_stride * stride : 0;
+  // The innermost axis's offsets: all of them for a gather, else its first (where a row starts).
+  const int64_t last_step = last.in_stride * static_cast<int64_t>(elem_size);
+  pl.offs.back().resize(pl.kind == RowKind::kGather ? pl.n : 1);
+  for (size_t i = 0; i < pl.offs.back().size(); ++i) {
+    pl.offs.back()[i] = last.source[i] < 0 ? -1 : last.source[i] * last_step;
+  }
+  pl.mid_count = rank >= 2 ? static_cast<int64_t>(axes[rank - 2].source.size()) : 1;
+  pl.rows = 1;
+  for (size_t k = 0; k + 1 < rank; ++k) pl.rows *= static_cast<int64_t>(axes[k].source.size());
+  NnParallelFor(num_threads, pl.rows, pl.n, [&](int64_t r_begin, int64_t r_end) {
+    switch (elem_size) {
+      case 1:
+        return CopyRows<uint8_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+      case 2:
+        return CopyRows<uint16_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+      case 4:
+        return CopyRows<uint32_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+      case 8:
+        return CopyRows<uint64_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+      default:
+        return CopyRows<uint8_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+    }
+  });
 }
 
 }  // namespace
@@ -182,62 +355,7 @@ void IndexedCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const void* 
       return IndexedCopy(merged, elem_size, in, fill, out, num_threads);
     }
   }
-  // Byte offsets per axis and coordinate (-1: fill).
-  std::vector<std::vector<int64_t>> offs(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    const int64_t step = axes[k].in_stride * static_cast<int64_t>(elem_size);
-    offs[k].resize(axes[k].source.size());
-    for (size_t i = 0; i < offs[k].size(); ++i) {
-      const int64_t s = axes[k].source[i];
-      offs[k][i] = s < 0 ? -1 : s * step;
-    }
-  }
-  // The innermost axis: a contiguous run (memcpy), an evenly strided one without fill, or
-  // anything else (per-element offsets).
-  const CopyAxis& last = axes.back();
-  const int64_t n = static_cast<int64_t>(last.source.size());
-  const int64_t stride = n > 1 ? last.source[1] - last.source[0] : 1;
-  bool strided = last.source[0] >= 0;
-  for (int64_t i = 1; strided && i < n; ++i) {
-    strided = last.source[i] >= 0 && last.source[i] == last.source[0] + i * stride;
-  }
-  const bool contiguous = strided && (n == 1 || last.in_stride * stride == 1);
-  const int64_t elem_stride = strided ? last.in_stride * stride : 0;
-  const size_t row_bytes = static_cast<size_t>(n) * elem_size;
-
-  int64_t rows = 1;
-  for (size_t k = 0; k + 1 < rank; ++k) rows *= static_cast<int64_t>(axes[k].source.size());
-  NnParallelFor(num_threads, rows, n, [&](int64_t r_begin, int64_t r_end) {
-    // The outer coordinates of row r_begin.
-    std::vector<size_t> index(rank - 1, 0);
-    for (size_t k = rank - 1, q = r_begin; k-- > 0;) {
-      index[k] = q % axes[k].source.size();
-      q /= axes[k].source.size();
-    }
-    for (int64_t r = r_begin; r < r_end; ++r) {
-      int64_t base = 0;
-      bool valid = true;
-      for (size_t k = 0; k + 1 < rank; ++k) {
-        const int64_t o = offs[k][index[k]];
-        valid = valid && o >= 0;
-        base += o;
-      }
-      uint8_t* row = dst + r * row_bytes;
-      if (!valid) {
-        FillRowBytes(row, n, elem_size, fill_bytes);
-      } else if (contiguous) {
-        std::memcpy(row, src + base + offs.back()[0], row_bytes);
-      } else if (strided) {
-        StridedRowBytes(src + base + offs.back()[0], elem_stride, n, elem_size, row);
-      } else {
-        GatherRowBytes(src + base, offs.back().data(), n, elem_size, fill_bytes, row);
-      }
-      for (size_t k = rank - 1; k-- > 0;) {
-        if (++index[k] < axes[k].source.size()) break;
-        index[k] = 0;
-      }
-    }
-  });
+  RowsCopy(axes, elem_size, src, fill_bytes, dst, num_threads);
 }
 
 void TransposeBytes(absl::Span<const int64_t> in_dims, absl::Span<const int64_t> perm,

@@ -369,5 +369,47 @@ TEST(ParallelKernelsTest, IndexedCopyShortByteRowsAtStride2) {
   }
 }
 
+// The ResNet shortcut's whole copy in one IndexedCopy (x[:, :, ::2, ::2] and a channel pad) for
+// every element size the rows have their own copies for (1, 2, 4, 8) and one they do not (3):
+// rows of 1 to 17 elements at stride 2 (the 4-byte and the short-byte vector steps and their
+// tails), fill rows in the middle axis, a fill of equal bytes (memset) and one of different
+// bytes, and the input's last element in the last row (no vector step reads past it, which the
+// sanitized build checks). Compared with the contract one element at a time.
+TEST(ParallelKernelsTest, IndexedCopyStrideTwoRowsWithFillAtEveryElementSize) {
+  for (const size_t es : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{8}}) {
+    for (const int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17}) {
+      const int64_t batch = 2, c = 3, h = 2 * 3 - 1, w = 2 * n - 1;
+      std::vector<uint8_t> in(batch * c * h * w * es);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 29 + i / 5);
+      std::vector<CopyAxis> axes = {IdentityAxis(batch, c * h * w), CopyAxis{h * w, {}},
+                                    CopyAxis{w, {0, 2, 4}}, CopyAxis{1, {}}};
+      for (int64_t k = -2; k < c + 1; ++k) axes[1].source.push_back(k >= 0 && k < c ? k : -1);
+      for (int64_t x = 0; x < w; x += 2) axes[3].source.push_back(x);
+      for (const uint8_t fill_step : {0, 1}) {
+        std::vector<uint8_t> fill(es);
+        for (size_t b = 0; b < es; ++b) fill[b] = static_cast<uint8_t>(0xA5 + fill_step * b);
+        // The contract, element by element.
+        std::vector<uint8_t> ref;
+        for (int64_t i = 0; i < batch; ++i) {
+          for (const int64_t k : axes[1].source) {
+            for (const int64_t y : axes[2].source) {
+              for (const int64_t x : axes[3].source) {
+                const uint8_t* e = k < 0 ? fill.data() : &in[(((i * c + k) * h + y) * w + x) * es];
+                ref.insert(ref.end(), e, e + es);
+              }
+            }
+          }
+        }
+        for (int threads : {1, 2, 3}) {
+          std::vector<uint8_t> out(ref.size(), 0xEE);
+          IndexedCopy(axes, es, in.data(), fill.data(), out.data(), threads);
+          EXPECT_EQ(out, ref) << es << "-byte elements, rows of " << n << ", fill step "
+                              << int{fill_step} << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qcc::cpu
