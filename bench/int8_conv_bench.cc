@@ -13,6 +13,8 @@
 //   build-x/bench/int8_conv_bench --benchmark_filter=Resnet20
 //   build-x/bench/int8_conv_bench --benchmark_filter='Layer.*/3/'   (one layer, all variants)
 //   build-x/bench/int8_conv_bench --benchmark_filter='LayerInt8Fast/11/1/1/'   (threads 1, batch 1)
+//   build-x/bench/int8_conv_bench --benchmark_filter='LayerInt8FastAdd/1/'   (with a fused residual
+//   Add)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -130,6 +132,16 @@ struct Int8Conv {
     workspace.resize(QConvWorkspaceBytes(p, packed));
   }
   void Run() { QConv(p, packed, workspace.data()); }
+  /// Fuses a residual Add after the conv (a ResNet block's second conv), as QConvAdd steps run.
+  void AddResidual(std::mt19937& rng) {
+    residual.resize(y.size());
+    std::uniform_int_distribution<int> byte(-128, 127);
+    for (int8_t& v : residual) v = static_cast<int8_t>(byte(rng));
+    p.residual = residual.data();
+    p.add = AddS8Params{0, 0.6f, 0, 0.7f, 0, 0, 127};  // zp_a, mult_a, zp_b, mult_b, zp, lo, hi
+    workspace.resize(QConvWorkspaceBytes(p, packed));
+  }
+  std::vector<int8_t> residual;
 };
 
 void SetOps(benchmark::State& state, int64_t macs) {
@@ -147,6 +159,9 @@ void BM_LayerF32(benchmark::State& state) {
   SetOps(state, Macs(l, state.range(2)));
 }
 
+/// The int8 fast path; with `kResidual`, with a fused residual Add (QConvParams::residual), as
+/// a ResNet block's second conv runs.
+template <bool kResidual>
 void BM_LayerInt8Fast(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   std::mt19937 rng(1);
@@ -155,6 +170,7 @@ void BM_LayerInt8Fast(benchmark::State& state) {
     state.SkipWithError(
         "no int8 fast path (AVX-512 VNNI or AVX2) on this CPU: QConv runs the reference");
   }
+  if (kResidual) conv.AddResidual(rng);
   for (auto _ : state) conv.Run();
   SetOps(state, Macs(l, state.range(2)));
 }
@@ -176,7 +192,16 @@ void LayerArgs(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_LayerF32)->Apply(LayerArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LayerInt8Fast)->Apply(LayerArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_LayerInt8Fast, false)
+    ->Name("BM_LayerInt8Fast")
+    ->Apply(LayerArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_LayerInt8Fast, true)
+    ->Name("BM_LayerInt8FastAdd")
+    ->Apply(LayerArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LayerInt8Reference)
     ->Apply(LayerArgs)
     ->UseRealTime()

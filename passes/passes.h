@@ -29,6 +29,9 @@ std::unique_ptr<Pass> CreateFuseConvAddPass();
 /// Folds a zero constant Pad of the spatial axes into the pads of the Conv reading it (the
 /// TensorFlow-style "same" padding exporters write as an explicit Pad).
 std::unique_ptr<Pass> CreateFusePadConvPass();
+/// merge-slices: a Slice of a Slice with constant parameters -> one Slice (torch.onnx.export
+/// writes x[:, :, ::2, ::2] as two; passes/merge_slices.cc).
+std::unique_ptr<Pass> CreateMergeSlicesPass();
 /// Folds a BatchNormalization after a Gemm into the Gemm's weights and bias.
 std::unique_ptr<Pass> CreateFuseGemmBatchNormPass();
 /// decompose-batchnorm: an inference BatchNormalization no fusion folded -> Mul and Add with

@@ -83,6 +83,7 @@ Pipeline DefaultPipeline() {
   // ConvTranspose -> Add -> BatchNormalization).
   p.push_back(CreateFuseConvBatchNormPass());
   p.push_back(CreateFusePadConvPass());
+  p.push_back(CreateMergeSlicesPass());
   p.push_back(CreateFuseGemmBatchNormPass());
   p.push_back(CreateFuseMatMulAddPass());
   p.push_back(CreateDecomposeBatchNormPass());

@@ -88,6 +88,19 @@ inline std::unique_ptr<ir::Graph> LoadModel(const std::string& name) {
   return std::move(*g);
 }
 
+/// LoadModel after fold-constants alone (the exporters' shape arithmetic folded, as the passes
+/// after it see the graph); null when the model is missing or does not fold.
+inline std::unique_ptr<ir::Graph> LoadFoldedModel(const std::string& name) {
+  std::unique_ptr<ir::Graph> g = LoadModel(name);
+  if (!g) return g;
+  passes::Pipeline p;
+  p.push_back(passes::CreateFoldConstantsPass());
+  const auto records = passes::RunPipeline(*g, p);
+  EXPECT_TRUE(records.ok()) << records.status();
+  if (!records.ok()) return nullptr;
+  return g;
+}
+
 }  // namespace qcc::testing
 
 #endif  // QCC_TESTS_PASSES_FUSE_TEST_UTIL_H_

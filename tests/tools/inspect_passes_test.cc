@@ -25,8 +25,8 @@ TEST_F(ToolsInspectPassesTest, Resnet20ReportsEveryPass) {
   EXPECT_EQ(passes,
             std::vector<std::string>({"remove-identity", "fold-constants", "resolve-reshape",
                                       "eliminate-dead-code", "fuse-conv-batchnorm", "fuse-conv-add",
-                                      "fuse-conv-batchnorm", "fuse-pad-conv", "fuse-gemm-batchnorm",
-                                      "fuse-matmul-add", "decompose-batchnorm", "fuse-hardswish",
+                                      "fuse-conv-batchnorm", "fuse-pad-conv", "merge-slices",
+                                      "fuse-gemm-batchnorm", "fuse-matmul-add", "decompose-batchnorm", "fuse-hardswish",
                                       "fuse-layernorm", "fuse-gelu", "fold-attention-scale",
                                       "fuse-attention", "fuse-activation", "eliminate-dead-code"}));
   // 121 imported nodes; the 32 Constant nodes and the pads chains of the two shortcuts fold.
