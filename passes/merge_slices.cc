@@ -22,18 +22,9 @@ namespace {
 
 using ir::OpKind;
 
-/// A Slice resolved against its input's type: per axis, what it takes and whether that is the
-/// whole axis.
-struct ResolvedSlice {
-  std::vector<ir::SliceAxis> axes;
-  std::vector<bool> whole;
-};
-
-/// The Slice resolved, or nullopt when an input other than the data is not constant or the
-/// input has no rank. On an axis of unknown extent ResolveSlice gives the same count for the
-/// whole axis and for an unknown part of it, so there "whole" is read off the parameters (start
-/// 0, step 1, an end of at least INT32_MAX, as ResolveSlice reads them).
-std::optional<ResolvedSlice> ConstantSlice(const ir::Node& slice) {
+/// The Slice's axes resolved against its input's type, or nullopt when an input other than the
+/// data is not constant or the input has no rank.
+std::optional<std::vector<ir::SliceAxis>> ConstantSlice(const ir::Node& slice) {
   const ir::Value* x = slice.input(0);
   if (!x->type().has_rank()) return std::nullopt;
   const Tensor* starts = fuse::ConstantData(slice.input(1));
@@ -44,26 +35,10 @@ std::optional<ResolvedSlice> ConstantSlice(const ir::Node& slice) {
       (slice.input(4) != nullptr && steps == nullptr)) {
     return std::nullopt;
   }
-  const std::vector<ir::Dim>& dims = *x->type().dims;
   absl::StatusOr<std::vector<ir::SliceAxis>> s =
-      ir::ResolveSlice(dims, *starts, *ends, axes, steps);
-  if (!s.ok()) return std::nullopt;  // ResolveSlice checked lengths and axes from here on
-  ResolvedSlice r;
-  r.axes = *std::move(s);
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  r.whole.assign(dims.size(), true);
-  for (int64_t i = 0; i < starts->numel(); ++i) {
-    int64_t axis = axes != nullptr && axes->defined() ? axes->GetAsInt64(i) : i;
-    if (axis < 0) axis += rank;
-    const ir::SliceAxis& a = r.axes[axis];
-    if (ir::IsKnown(dims[axis])) {
-      r.whole[axis] = a.start == 0 && a.step == 1 && a.count == dims[axis];
-    } else {
-      r.whole[axis] = starts->GetAsInt64(i) == 0 && a.step == 1 &&
-                      ends->GetAsInt64(i) >= std::numeric_limits<int32_t>::max();
-    }
-  }
-  return r;
+      ir::ResolveSlice(*x->type().dims, *starts, *ends, axes, steps);
+  if (!s.ok()) return std::nullopt;
+  return *std::move(s);
 }
 
 /// The ONNX starts, ends, axes and steps of the composed slice, or nullopt when it cannot be
@@ -72,13 +47,12 @@ struct SliceInputs {
   std::vector<int64_t> starts, ends, axes, steps;
 };
 
-std::optional<SliceInputs> Compose(const std::vector<ir::Dim>& dims, const ResolvedSlice& a,
-                                   const ResolvedSlice& b) {
-  const std::vector<ir::SliceAxis>& inner = a.axes;
-  const std::vector<ir::SliceAxis>& outer = b.axes;
+std::optional<SliceInputs> Compose(const std::vector<ir::Dim>& dims,
+                                   const std::vector<ir::SliceAxis>& inner,
+                                   const std::vector<ir::SliceAxis>& outer) {
   SliceInputs r;
   for (size_t d = 0; d < dims.size(); ++d) {
-    if (a.whole[d] && b.whole[d]) continue;
+    if (inner[d].whole && outer[d].whole) continue;
     if (!ir::IsKnown(dims[d]) || !ir::IsKnown(inner[d].count) || !ir::IsKnown(outer[d].count) ||
         outer[d].count <= 0) {
       return std::nullopt;
@@ -115,8 +89,8 @@ class MergeSlicesPass : public Pass {
           x->type().rank() != mid->type().rank()) {
         continue;
       }
-      std::optional<ResolvedSlice> a = ConstantSlice(*inner);
-      std::optional<ResolvedSlice> b = ConstantSlice(*outer);
+      std::optional<std::vector<ir::SliceAxis>> a = ConstantSlice(*inner);
+      std::optional<std::vector<ir::SliceAxis>> b = ConstantSlice(*outer);
       if (!a || !b) continue;
       std::optional<SliceInputs> c = Compose(*x->type().dims, *a, *b);
       if (!c) continue;

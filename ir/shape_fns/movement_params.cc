@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<SliceAxis>> ResolveSlice(const std::vector<Dim>& dims
   QCC_ASSIGN_OR_RETURN(std::vector<int64_t> axis_of, DistinctAxes(axes, n, rank));
 
   std::vector<SliceAxis> out(rank);
-  for (int64_t d = 0; d < rank; ++d) out[d] = SliceAxis{0, 1, dims[d]};
+  for (int64_t d = 0; d < rank; ++d) out[d] = SliceAxis{0, 1, dims[d], true};
   for (int64_t i = 0; i < n; ++i) {
     const int64_t step = steps != nullptr ? steps->GetAsInt64(i) : 1;
     if (step == 0) return Invalid("slice steps must be non-zero");
@@ -75,11 +75,13 @@ absl::StatusOr<std::vector<SliceAxis>> ResolveSlice(const std::vector<Dim>& dims
       // Only "everything" survives an unknown extent: [0:INT_MAX:1] keeps the extent itself.
       const bool whole = start == 0 && step == 1 && end >= std::numeric_limits<int32_t>::max();
       s.count = whole ? dim : kUnknownDim;
+      s.whole = whole;
       continue;
     }
     if (dim == 0) {
       s.start = 0;
       s.count = 0;
+      s.whole = step == 1;
       continue;
     }
     if (start < 0) start += dim;  // cannot overflow: start < 0 < dim
@@ -93,6 +95,7 @@ absl::StatusOr<std::vector<SliceAxis>> ResolveSlice(const std::vector<Dim>& dims
     }
     s.start = start;
     s.count = StepCount(start, end, step);
+    s.whole = start == 0 && step == 1 && s.count == dim;
   }
   return out;
 }

@@ -21,6 +21,8 @@ struct SliceAxis {
   int64_t start = 0;
   int64_t step = 1;
   Dim count = 0;
+  /// The whole axis, in order (also where the extent is unknown: [0:INT_MAX:1]).
+  bool whole = true;
 };
 
 /// Resolves Slice's starts/ends (and optional axes/steps, nullptr or undefined when absent)

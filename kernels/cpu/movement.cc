@@ -28,8 +28,8 @@ void GatherRow(const uint8_t* in, const int64_t* offs, int64_t n, const uint8_t*
   }
 }
 
-void GatherRowBytes(const uint8_t* in, const int64_t* offs, int64_t n, size_t elem_size,
-                    const uint8_t* fill, uint8_t* out) {
+inline void GatherRowBytes(const uint8_t* in, const int64_t* offs, int64_t n, size_t elem_size,
+                           const uint8_t* fill, uint8_t* out) {
   switch (elem_size) {
     case 1:
       return GatherRow<uint8_t>(in, offs, n, fill, out);
@@ -57,7 +57,9 @@ void StridedRow(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
 
 /// StridedRow of bytes: memcpy at stride 1; at stride 2, 16 bytes per step: elements 0-7 are
 /// the low bytes of the 8 words at 2i, elements 8-15 the high bytes of the 8 words at 2i + 15,
-/// so a step reads bytes 2i .. 2i + 30, only within the row's span (16 elements must remain).
+/// so a step reads bytes 2i .. 2i + 30, only within the row's span (16 elements must remain);
+/// then 8 per step the same way from two 8-byte loads at 2i and 2i + 7 (bytes 2i .. 2i + 14), so
+/// rows of 8 to 15 (an int8 16 x 16 map's x[..., ::2]) are vector steps too.
 void StridedRowU8(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
   if (stride == 1) {
     std::memcpy(out, in, static_cast<size_t>(n));
@@ -71,6 +73,14 @@ void StridedRowU8(const uint8_t* in, int64_t stride, int64_t n, uint8_t* out) {
       const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i + 15));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                        _mm_packus_epi16(_mm_and_si128(a, low), _mm_srli_epi16(b, 8)));
+    }
+    for (; i + 8 <= n; i += 8) {
+      const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 * i));
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 * i + 7));
+      // Bytes 0-3 of the pack are a's 4 words, bytes 8-11 b's.
+      const __m128i packed = _mm_packus_epi16(_mm_and_si128(a, low), _mm_srli_epi16(b, 8));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
+                       _mm_shuffle_epi32(packed, _MM_SHUFFLE(3, 1, 2, 0)));
     }
   }
   StridedRow<uint8_t>(in + i * stride, stride, n - i, out + i);
@@ -91,7 +101,8 @@ inline void StridedRowU32(const uint8_t* in, int64_t stride, int64_t n, uint8_t*
   StridedRow<uint32_t>(in + i * stride * 4, stride, n - i, out + i * 4);
 }
 
-void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_size, uint8_t* out) {
+inline void StridedRowBytes(const uint8_t* in, int64_t stride, int64_t n, size_t elem_size,
+                            uint8_t* out) {
   switch (elem_size) {
     case 1:
       return StridedRowU8(in, stride, n, out);
@@ -124,7 +135,7 @@ void FillRow(uint8_t* out, int64_t n, const uint8_t* fill_bytes) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fill;
 }
 
-void FillRowBytes(uint8_t* out, int64_t n, size_t elem_size, const uint8_t* fill) {
+inline void FillRowBytes(uint8_t* out, int64_t n, size_t elem_size, const uint8_t* fill) {
   switch (elem_size) {
     case 1:
       return FillRow<uint8_t>(out, n, fill);
@@ -145,7 +156,7 @@ enum class RowKind { kContiguous, kStrided, kGather };
 
 /// IndexedCopy past its merged runs: the output in rows of the innermost axis. The axis before
 /// it (the "middle" one) runs as an inner loop over its offsets, so a row costs an offset add
-/// and the copy, and the copies are inlined for the element type T.
+/// and the copy (CopyRows).
 struct RowsPlan {
   // Byte offsets per axis and coordinate (-1: fill); of the innermost axis only the first
   // unless the rows gather.
@@ -157,50 +168,26 @@ struct RowsPlan {
   int64_t rows;
 };
 
-/// StridedRowU8 for rows of 8 to 15 bytes at stride 2: elements 0-3 are the low bytes of the
-/// words at 0..6, elements 4-7 the high bytes of the words at 7..13 (so bytes 0 .. 14 are read,
-/// all within the row's span), 8 a step.
-inline void StridedRowU8Short(const uint8_t* in, int64_t n, uint8_t* out) {
-  int64_t i = 0;
-  const __m128i low = _mm_set1_epi16(0x00FF);
-  for (; i + 8 <= n; i += 8) {
-    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 * i));
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 * i + 7));
-    const __m128i packed = _mm_packus_epi16(_mm_and_si128(a, low), _mm_srli_epi16(b, 8));
-    // Bytes 0-3: a's 4 words; bytes 8-11: b's 4 words.
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i),
-                     _mm_shuffle_epi32(packed, _MM_SHUFFLE(3, 1, 2, 0)));
-  }
-  StridedRow<uint8_t>(in + 2 * i, 2, n - i, out + i);
-}
-
-template <typename T>
-inline void CopyRow(const RowsPlan& pl, const uint8_t* row_in, const uint8_t* fill, uint8_t* out) {
+/// One row of the plan from `row_in` (its source row's start, before the innermost offsets).
+inline void CopyRow(const RowsPlan& pl, size_t elem_size, const uint8_t* row_in,
+                    const uint8_t* fill, uint8_t* out) {
   switch (pl.kind) {
     case RowKind::kContiguous:
-      std::memcpy(out, row_in + pl.offs.back()[0], static_cast<size_t>(pl.n) * sizeof(T));
+      std::memcpy(out, row_in + pl.offs.back()[0], static_cast<size_t>(pl.n) * elem_size);
       return;
     case RowKind::kStrided:
-      if constexpr (sizeof(T) == 1) {
-        if (pl.elem_stride == 2 && pl.n < 16) {
-          return StridedRowU8Short(row_in + pl.offs.back()[0], pl.n, out);
-        }
-        return StridedRowU8(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, out);
-      } else if constexpr (sizeof(T) == 4) {
-        return StridedRowU32(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, out);
-      } else {
-        return StridedRow<T>(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, out);
-      }
+      return StridedRowBytes(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, elem_size, out);
     case RowKind::kGather:
-      return GatherRow<T>(row_in, pl.offs.back().data(), pl.n, fill, out);
+      return GatherRowBytes(row_in, pl.offs.back().data(), pl.n, elem_size, fill, out);
   }
 }
 
-/// Rows [r_begin, r_end) of the plan; T is a same-sized stand-in for the element type (or
-/// uint8_t with `elem_size` bytes per element for other sizes, where rows go bytewise).
-template <typename T>
+/// Rows [r_begin, r_end) of the plan. kElemSize: the element size as a constant, so that the
+/// per-size switches of the row copies fold away (0: `elem_size`, any size).
+template <size_t kElemSize>
 void CopyRows(const RowsPlan& pl, size_t elem_size, const uint8_t* src, const uint8_t* fill,
               uint8_t* dst, int64_t r_begin, int64_t r_end) {
+  if (kElemSize != 0) elem_size = kElemSize;
   const size_t rank = pl.offs.size();
   const size_t outer = rank >= 2 ? rank - 2 : 0;  // axes before the middle one
   const size_t row_bytes = static_cast<size_t>(pl.n) * elem_size;
@@ -226,14 +213,8 @@ void CopyRows(const RowsPlan& pl, size_t elem_size, const uint8_t* src, const ui
       uint8_t* row = dst + r * row_bytes;
       if (!valid || o < 0) {
         FillRowBytes(row, pl.n, elem_size, fill);
-      } else if (sizeof(T) == elem_size) {
-        CopyRow<T>(pl, src + base + o, fill, row);
-      } else if (pl.kind == RowKind::kContiguous) {
-        std::memcpy(row, src + base + o + pl.offs.back()[0], row_bytes);
-      } else if (pl.kind == RowKind::kStrided) {
-        StridedRowBytes(src + base + o + pl.offs.back()[0], pl.elem_stride, pl.n, elem_size, row);
       } else {
-        GatherRowBytes(src + base + o, pl.offs.back().data(), pl.n, elem_size, fill, row);
+        CopyRow(pl, elem_size, src + base + o, fill, row);
       }
     }
     for (size_t k = outer; k-- > 0;) {
@@ -278,15 +259,15 @@ void RowsCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const uint8_t* 
   NnParallelFor(num_threads, pl.rows, pl.n, [&](int64_t r_begin, int64_t r_end) {
     switch (elem_size) {
       case 1:
-        return CopyRows<uint8_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+        return CopyRows<1>(pl, elem_size, src, fill, dst, r_begin, r_end);
       case 2:
-        return CopyRows<uint16_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+        return CopyRows<2>(pl, elem_size, src, fill, dst, r_begin, r_end);
       case 4:
-        return CopyRows<uint32_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+        return CopyRows<4>(pl, elem_size, src, fill, dst, r_begin, r_end);
       case 8:
-        return CopyRows<uint64_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+        return CopyRows<8>(pl, elem_size, src, fill, dst, r_begin, r_end);
       default:
-        return CopyRows<uint8_t>(pl, elem_size, src, fill, dst, r_begin, r_end);
+        return CopyRows<0>(pl, elem_size, src, fill, dst, r_begin, r_end);
     }
   });
 }

@@ -23,12 +23,12 @@ TEST_F(ToolsInspectPassesTest, Resnet20ReportsEveryPass) {
     if (passes.back() == "fold-constants") fold = line;
   }
   EXPECT_EQ(passes,
-            std::vector<std::string>({"remove-identity", "fold-constants", "resolve-reshape",
-                                      "eliminate-dead-code", "fuse-conv-batchnorm", "fuse-conv-add",
-                                      "fuse-conv-batchnorm", "fuse-pad-conv", "merge-slices",
-                                      "fuse-gemm-batchnorm", "fuse-matmul-add", "decompose-batchnorm", "fuse-hardswish",
-                                      "fuse-layernorm", "fuse-gelu", "fold-attention-scale",
-                                      "fuse-attention", "fuse-activation", "eliminate-dead-code"}));
+            std::vector<std::string>(
+                {"remove-identity", "fold-constants", "resolve-reshape", "eliminate-dead-code",
+                 "fuse-conv-batchnorm", "fuse-conv-add", "fuse-conv-batchnorm", "fuse-pad-conv",
+                 "merge-slices", "fuse-gemm-batchnorm", "fuse-matmul-add", "decompose-batchnorm",
+                 "fuse-hardswish", "fuse-layernorm", "fuse-gelu", "fold-attention-scale",
+                 "fuse-attention", "fuse-activation", "eliminate-dead-code"}));
   // 121 imported nodes; the 32 Constant nodes and the pads chains of the two shortcuts fold.
   EXPECT_EQ(fold.rfind("pass fold-constants: changed, nodes 121 -> 75 (", 0), 0u) << fold;
   for (const char* part : {"-32 Constant", "-2 ConstantOfShape", "-2 Cast", "-2 Concat"}) {
