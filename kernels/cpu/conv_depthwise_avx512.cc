@@ -173,12 +173,6 @@ QCC_AVX512 void DepthwisePlaneRows(const ConvF32Params& p, const SegmentTap* seg
   }
 }
 
-/// The row pitch of a plane split into its even and odd columns (SplitColumns).
-inline int64_t SplitPitch(const ConvF32Params& p) { return (p.in[2] + 1) / 2; }
-
-/// Most floats of a split plane (SplitColumns' buffer, on the stack): a 64 x 64 plane.
-constexpr int64_t kMaxSplitFloats = 4096;
-
 /// Whether DepthwisePlaneNarrow takes the plane (square 5 x 5 and 7 x 7 kernels of stride 1 or 2
 /// along both axes, undilated, rows of at most two segments of 16 outputs).
 bool NarrowPlane(const ConvF32Params& p) {
@@ -186,28 +180,127 @@ bool NarrowPlane(const ConvF32Params& p) {
          p.kernel[2] == p.kernel[1] && (p.kernel[1] == 5 || p.kernel[1] == 7) && p.out[2] <= 32;
 }
 
-/// Whether a plane is split into its even and odd columns (DepthwisePlaneSplit) before its taps
-/// are read: DepthwisePlaneNarrow's stride-2 planes that fit the stack buffer.
-bool SplitsColumns(const ConvF32Params& p) {
-  return NarrowPlane(p) && p.stride[2] == 2 && 2 * SplitPitch(p) * p.in[1] <= kMaxSplitFloats;
+/// Most floats of a split plane (SplitColumns' buffer, on the stack, 32 KiB): efficientnet-lite0's
+/// 56 x 56 planes take 5376.
+constexpr int64_t kMaxSplitFloats = 8192;
+constexpr int kMaxSplitKernel = 7;  // NarrowPlane's largest
+
+/// A stride-2 plane split into its even and odd columns with zeros around them, so that each
+/// segment tap is one plain load of 16 floats: buffer row iy (2 * pitch floats) is input row iy's
+/// even columns, then its odd ones, each half `left` zeros, its columns, then zeros.
+struct SplitLayout {
+  int64_t left = 0;                   // zeros before column 0 of each half
+  int64_t pitch = 0;                  // floats of a half row, a multiple of 16
+  int64_t tap[kMaxSplitKernel] = {};  // per kernel column: where output column 0 reads in a row
+};
+
+/// The layout for `p` with `segments` segments of 16 outputs a row: input column 2 ox - pad + kx is
+/// column ox + floor((kx - pad) / 2) of the half of its parity.
+SplitLayout SplitLayoutOf(const ConvF32Params& p, int64_t segments) {
+  SplitLayout s;
+  const int64_t pad = p.pad[2], kw = p.kernel[2];
+  s.left = (pad + 1) / 2;
+  const int64_t last = kw - 1 - pad;  // the last tap's input column for output 0
+  const int64_t last_col = (last - (last & 1)) / 2;
+  s.pitch = (s.left + last_col + 16 * segments + 15) / 16 * 16;
+  for (int64_t kx = 0; kx < kw; ++kx) {
+    const int64_t ix0 = kx - pad, parity = ix0 & 1;
+    s.tap[kx] = parity * s.pitch + s.left + (ix0 - parity) / 2;
+  }
+  return s;
 }
 
-/// The plane xp as its even columns (rows of SplitPitch floats), then its odd ones: a stride-2
-/// tap then reads 16 consecutive floats of one half instead of the even lanes of 32.
-QCC_AVX512 void SplitColumns(const ConvF32Params& p, const float* xp, float* split) {
+/// Whether a plane is split by columns (DepthwisePlaneSplit): DepthwisePlaneNarrow's stride-2
+/// planes (5 x 5 and 7 x 7, undilated, rows of at most two segments of 16 outputs) whose split fits
+/// the stack buffer. 3 x 3 kernels of stride 2 stay on DepthwisePlaneRows, which was faster split
+/// or not (efficientnet-lite0's 240 x 28 x 28: 0.040-0.050 ms unsplit, 0.053-0.071 split).
+bool SplitsColumns(const ConvF32Params& p) {
+  if (!NarrowPlane(p) || p.stride[1] != 2) return false;
+  const SplitLayout s = SplitLayoutOf(p, (p.out[2] + 15) / 16);
+  return 2 * s.pitch * p.in[1] <= kMaxSplitFloats;
+}
+
+/// The plane xp into `split` as SplitLayout `s` says, every float of its rows written (the zeros
+/// too). Loads are masked to the row only where a lane falls outside it, and chunks wholly outside
+/// it are zeros without a load: on Zen 4 a masked load is slow, and efficientnet-lite0's
+/// 144 x 56 x 56 planes took 75 us to split with every load masked, 55 us so.
+QCC_AVX512 void SplitColumns(const ConvF32Params& p, const SplitLayout& s, const float* xp,
+                             float* split) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  const int64_t w = p.in[2], pitch = SplitPitch(p), half = pitch * p.in[1];
+  const int64_t w = p.in[2], chunks = s.pitch / 16;
+  // Chunk q of a half row holds input columns 2 (16 q - left) + {0, 2, ..., 30} (+ 1 for odd):
+  // ma, mb mask its two loads to the row.
+  constexpr int64_t kMaxChunks = kMaxSplitFloats / 32;
+  __mmask16 ma[kMaxChunks], mb[kMaxChunks];
+  for (int64_t q = 0; q < chunks; ++q) {
+    const int64_t src = 2 * (16 * q - s.left);
+    ma[q] = LaneMask(-src, w - src);
+    mb[q] = LaneMask(-src - 16, w - src - 16);
+  }
   for (int64_t iy = 0; iy < p.in[1]; ++iy) {
     const float* row = xp + iy * w;
-    float* e = split + iy * pitch;
-    float* o = split + half + iy * pitch;
-    for (int64_t c = 0; c < pitch; c += 16) {
-      const __m512 a = _mm512_maskz_loadu_ps(LaneMask(0, w - 2 * c), row + 2 * c);
-      const __m512 b = _mm512_maskz_loadu_ps(LaneMask(0, w - 2 * c - 16), row + 2 * c + 16);
-      const __mmask16 m = LaneMask(0, pitch - c);
-      _mm512_mask_storeu_ps(e + c, m, _mm512_permutex2var_ps(a, even, b));
-      _mm512_mask_storeu_ps(o + c, m, _mm512_permutex2var_ps(a, odd, b));
+    float* e = split + iy * 2 * s.pitch;
+    for (int64_t q = 0; q < chunks; ++q) {
+      const int64_t src = 2 * (16 * q - s.left);
+      __m512 ev = _mm512_setzero_ps(), od = ev;
+      if ((ma[q] | mb[q]) != 0) {
+        // No read outside the row (a masked load does not fault).
+        const __m512 a =
+            ma[q] == 0xFFFF ? _mm512_loadu_ps(row + src) : _mm512_maskz_loadu_ps(ma[q], row + src);
+        const __m512 b = mb[q] == 0xFFFF ? _mm512_loadu_ps(row + src + 16)
+                                         : _mm512_maskz_loadu_ps(mb[q], row + src + 16);
+        ev = _mm512_permutex2var_ps(a, even, b);
+        od = _mm512_permutex2var_ps(a, odd, b);
+      }
+      _mm512_store_ps(e + 16 * q, ev);
+      _mm512_store_ps(e + s.pitch + 16 * q, od);
+    }
+  }
+}
+
+/// One group of R output rows of NS segments each (DepthwisePlaneNarrow, DepthwisePlaneSplit):
+/// every output from `bias`, then one FMA per tap in (kernel row, column) order over the kSpan
+/// input rows the group reads (rows[j] null: outside x, skipped), then activated and stored
+/// (rows past oh not). load(row, segment, kx) is the segment's 16 inputs of tap column kx in an
+/// input row; weight(ky, kx) the tap's weight in all lanes.
+template <int KH, int NS, int R, int S, typename Load, typename Weight>
+QCC_AVX512 inline __attribute__((always_inline)) void DepthwiseRowGroup(
+    const ConvF32Params& p, const float* const* rows, Load load, Weight weight, float bias,
+    const __mmask16* store, int64_t oy, float* yp) {
+  constexpr int kSpan = (R - 1) * S + KH;
+  __m512 acc[NS][R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    for (int s = 0; s < NS; ++s) acc[s][r] = _mm512_set1_ps(bias);
+  }
+#pragma GCC unroll 32
+  for (int j = 0; j < kSpan; ++j) {
+    if (rows[j] == nullptr) continue;
+#pragma GCC unroll 8
+    for (int kx = 0; kx < KH; ++kx) {
+      __m512 v[NS];
+      for (int s = 0; s < NS; ++s) v[s] = load(rows[j], s, kx);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int ky = j - r * S;
+        if (ky >= 0 && ky < KH) {
+          const __m512 wv = weight(ky, kx);
+          for (int s = 0; s < NS; ++s) acc[s][r] = _mm512_fmadd_ps(wv, v[s], acc[s][r]);
+        }
+      }
+    }
+  }
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
+  const int64_t ow = p.out[2];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    if (oy + r >= p.out[1]) break;
+    for (int s = 0; s < NS; ++s) {
+      _mm512_mask_storeu_ps(yp + (oy + r) * ow + 16 * s, store[s],
+                            activate ? Activate(acc[s][r], lo, hi, slope) : acc[s][r]);
     }
   }
 }
@@ -220,25 +313,16 @@ QCC_AVX512 void SplitColumns(const ConvF32Params& p, const float* xp, float* spl
 /// 0.100 ms (efficientnet-lite0's), a 7 x 7 one 0.096 -> 0.065 and 0.171 -> 0.128 ms. The weights
 /// are broadcast from memory at each use (25 in registers leave too few for eight accumulators).
 /// The same taps in the same order as DepthwisePlaneRows: the same bits. S: the stride, 1 or 2
-/// along both axes (stride 2: each tap's 16 inputs the even lanes of two loads); with stride 2
-/// the four chains of DepthwisePlaneRows were as short of FMAs per load, and reading each tap as
-/// one load from the plane split by columns (DepthwisePlaneSplit) takes its permutes out:
-/// efficientnet-lite0's 5 x 5 stride-2 layer on a 56 x 56 map, alone, 0.125 -> 0.116 ms
-/// (narrow) -> 0.108 ms (split); in the model 0.131 -> 0.121 ms.
-template <int KH, int NS, int S = 1, bool kSplit = false>
+/// along both axes (stride 2: each tap's 16 inputs the even lanes of two loads; planes that fit
+/// the stack split by columns instead, DepthwisePlaneSplit).
+template <int KH, int NS, int S = 1>
 QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneNarrow(const ConvF32Params& p,
                                                               const SegmentTap* seg_taps,
                                                               const float* xp, const float* wm,
                                                               float bias, float* yp) {
   constexpr int R = 8 / NS;                // output rows per group
   constexpr int kSpan = (R - 1) * S + KH;  // input rows they read
-  const bool activate = !p.activation.is_identity();
-  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
-  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
-  const int64_t ow = p.out[2], oh = p.out[1];
-  // kSplit: xp is the plane's even columns and then its odd ones (SplitColumns), rows of
-  // SplitPitch floats, and every tap is one plain masked load of 16 of them.
-  const int64_t w_in = kSplit ? SplitPitch(p) : p.in[2];
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
   const int64_t ahead = std::max<int64_t>(1, 2048 / (R * S * w_in * 4));
   __mmask16 store[NS];
   for (int s = 0; s < NS; ++s) store[s] = LaneMask(0, ow - 16 * s);
@@ -248,54 +332,67 @@ QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneNarrow(const ConvF32Param
     // The input rows a group reads first, `ahead` groups on, and its output rows for writing
     // (as DepthwisePlaneRows).
     const int64_t next_row = oy * S - p.pad[1] + kSpan + (ahead - 1) * R * S;
-    if (!kSplit) {
-      for (int64_t j = 0; j < R * S; ++j) PrefetchLines(xp, (next_row + j) * w_in, w_in);
-    }
+    for (int64_t j = 0; j < R * S; ++j) PrefetchLines(xp, (next_row + j) * w_in, w_in);
     for (int r = 0; r < R; ++r) PrefetchLines<1>(yp, (oy + ahead * R + r) * ow, ow);
-    __m512 acc[NS][R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      for (int s = 0; s < NS; ++s) acc[s][r] = _mm512_set1_ps(bias);
-    }
-#pragma GCC unroll 32
-    for (int j = 0; j < kSpan; ++j) {
-      if (rows[j] == nullptr) continue;
-#pragma GCC unroll 8
-      for (int kx = 0; kx < KH; ++kx) {
-        __m512 v[NS];
-        for (int s = 0; s < NS; ++s) {
-          v[s] = LoadSegment(S == 1 || kSplit, seg_taps[s * KH + kx], rows[j]);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const int ky = j - r * S;
-          if (ky >= 0 && ky < KH) {
-            const __m512 wv = _mm512_set1_ps(wm[ky * KH + kx]);
-            for (int s = 0; s < NS; ++s) acc[s][r] = _mm512_fmadd_ps(wv, v[s], acc[s][r]);
-          }
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      if (oy + r >= oh) break;
-      for (int s = 0; s < NS; ++s) {
-        _mm512_mask_storeu_ps(yp + (oy + r) * ow + 16 * s, store[s],
-                              activate ? Activate(acc[s][r], lo, hi, slope) : acc[s][r]);
-      }
-    }
+    DepthwiseRowGroup<KH, NS, R, S>(
+        p, rows,
+        [&](const float* row, int s, int kx)
+            QCC_AVX512 { return LoadSegment(S == 1, seg_taps[s * KH + kx], row); },
+        [&](int ky, int kx) QCC_AVX512 { return _mm512_set1_ps(wm[ky * KH + kx]); }, bias, store,
+        oy, yp);
   }
 }
 
-/// DepthwisePlaneNarrow for stride 2 on the plane split into its even and odd columns
-/// (SplitColumns; seg_taps from SplitSegmentTaps): the same taps in the same order, the same
-/// bits.
-template <int KH, int NS>
-QCC_AVX512 void DepthwisePlaneSplit(const ConvF32Params& p, const SegmentTap* seg_taps,
-                                    const float* xp, const float* wm, float bias, float* yp) {
+/// The stride-2 plane kernel for square KH x KH kernels (5 or 7) on rows of NS (1 or 2) segments
+/// of 16 outputs: the plane is split by columns with zeros around them (SplitColumns), so each
+/// segment tap is one plain load at a fixed offset from its row, with no mask, tap table or
+/// permute; then R output rows at a time, NS segments each. The taps of an output in (row, column)
+/// order from the bias, a column outside x reading one of the zeros and a row outside x skipped,
+/// as in the other plane kernels: the same bits. The next plane of x (next in memory) is
+/// prefetched into L2 a share per group of rows, where its split would otherwise wait for it
+/// (it comes from L3 in a model). 5 x 5 weights stay in registers (25 of them, with 4 / NS rows:
+/// four accumulators); 7 x 7 ones are broadcast from memory at each use, with 8 / NS rows.
+/// efficientnet-lite0's 144 x 56 x 56 5 x 5 layer, fp32_conv_bench on Zen 4, 1 thread, 4
+/// alternations: 146-160 us (DepthwisePlaneNarrow on masked taps of the unpadded split) ->
+/// 136-144 us.
+template <int KH, int NS, bool kWeightsInRegisters = KH == 5,
+          int R = (kWeightsInRegisters ? 4 : 8) / NS>
+QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneSplit(const ConvF32Params& p,
+                                                             const SegmentTap*, const float* xp,
+                                                             const float* wm, float bias,
+                                                             float* yp) {
+  constexpr int kSpan = (R - 1) * 2 + KH;  // input rows they read
   alignas(64) float split[kMaxSplitFloats];
-  SplitColumns(p, xp, split);
-  DepthwisePlaneNarrow<KH, NS, 2, true>(p, seg_taps, split, wm, bias, yp);
+  const SplitLayout s = SplitLayoutOf(p, NS);
+  SplitColumns(p, s, xp, split);
+  const int64_t ow = p.out[2], oh = p.out[1], in_sp = p.in_size();
+  const int64_t groups = (oh + R - 1) / R;
+  __m512 wb[kWeightsInRegisters ? KH * KH : 1];
+  if constexpr (kWeightsInRegisters) {
+#pragma GCC unroll 49
+    for (int t = 0; t < KH * KH; ++t) wb[t] = _mm512_set1_ps(wm[t]);
+  }
+  int64_t tap[KH];
+  for (int kx = 0; kx < KH; ++kx) tap[kx] = s.tap[kx];
+  __mmask16 store[NS];
+  for (int g = 0; g < NS; ++g) store[g] = LaneMask(0, ow - 16 * g);
+  for (int64_t oy = 0, group = 0; oy < oh; oy += R, ++group) {
+    const float* rows[kSpan];
+    InputRows(p, split, 2 * s.pitch, oy * 2 - p.pad[1], kSpan, rows);
+    // This group's share of the next plane's lines, into L2 (into L1 they would crowd out this
+    // plane's split, 21 KiB of the 32 KiB at 56 x 56).
+    const int64_t a = (in_sp * group / groups + 15) / 16 * 16;
+    const int64_t b = (in_sp * (group + 1) / groups + 15) / 16 * 16;
+    for (int64_t i = a; i < b; i += 16) PrefetchToL2At(xp, in_sp + i);
+    DepthwiseRowGroup<KH, NS, R, 2>(
+        p, rows,
+        [&](const float* row, int g, int kx)
+            QCC_AVX512 { return _mm512_loadu_ps(row + tap[kx] + 16 * g); },
+        [&](int ky, int kx) QCC_AVX512 {
+          return kWeightsInRegisters ? wb[ky * KH + kx] : _mm512_set1_ps(wm[ky * KH + kx]);
+        },
+        bias, store, oy, yp);
+  }
 }
 
 using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
@@ -306,29 +403,28 @@ DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
   if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
   const bool s1 = p.stride[1] == 1;
   const bool square = p.kernel[2] == p.kernel[1];
-  // Maps of one or two segments per row on stride 1 or 2, kernels of 5 x 5 and 7 x 7: eight
-  // accumulators (DepthwisePlaneNarrow; stride 2 on the plane split by columns where it fits,
-  // DepthwisePlaneSplit). 3 x 3 kernels keep DepthwisePlaneRows: their chains of 9 are short, and
-  // the weights it keeps in registers won (28-wide map: 0.052 against 0.056 ms).
+  // Stride 2 on rows of one or two segments where the plane's split fits the stack:
+  // DepthwisePlaneSplit. Maps of one or two segments per row otherwise, kernels of 5 x 5 and
+  // 7 x 7: eight accumulators (DepthwisePlaneNarrow). 3 x 3 kernels of stride 1 keep
+  // DepthwisePlaneRows: their chains of 9 are short, and the weights it keeps in registers won
+  // (28-wide map: 0.052 against 0.056 ms).
   const bool narrow = NarrowPlane(p);
   const bool one = p.out[2] <= 16;
+  if (SplitsColumns(p)) {
+    if (p.kernel[1] == 5) return one ? DepthwisePlaneSplit<5, 1> : DepthwisePlaneSplit<5, 2>;
+    return one ? DepthwisePlaneSplit<7, 1> : DepthwisePlaneSplit<7, 2>;
+  }
   switch (p.kernel[1]) {
     case 3:
       if (square) return s1 ? DepthwisePlaneRows<3, 1, 3> : DepthwisePlaneRows<3, 2, 3>;
       return s1 ? DepthwisePlaneRows<3, 1, 0> : DepthwisePlaneRows<3, 2, 0>;
     case 5:
       if (narrow && s1) return one ? DepthwisePlaneNarrow<5, 1> : DepthwisePlaneNarrow<5, 2>;
-      if (narrow && SplitsColumns(p)) {
-        return one ? DepthwisePlaneSplit<5, 1> : DepthwisePlaneSplit<5, 2>;
-      }
       if (narrow) return one ? DepthwisePlaneNarrow<5, 1, 2> : DepthwisePlaneNarrow<5, 2, 2>;
       if (square) return s1 ? DepthwisePlaneRows<5, 1, 5> : DepthwisePlaneRows<5, 2, 5>;
       return s1 ? DepthwisePlaneRows<5, 1, 0> : DepthwisePlaneRows<5, 2, 0>;
     case 7:
       if (narrow && s1) return one ? DepthwisePlaneNarrow<7, 1> : DepthwisePlaneNarrow<7, 2>;
-      if (narrow && SplitsColumns(p)) {
-        return one ? DepthwisePlaneSplit<7, 1> : DepthwisePlaneSplit<7, 2>;
-      }
       if (narrow) return one ? DepthwisePlaneNarrow<7, 1, 2> : DepthwisePlaneNarrow<7, 2, 2>;
       if (square) return s1 ? DepthwisePlaneRows<7, 1, 7> : DepthwisePlaneRows<7, 2, 7>;
       return s1 ? DepthwisePlaneRows<7, 1, 0> : DepthwisePlaneRows<7, 2, 0>;
@@ -545,22 +641,6 @@ void ConvF32DepthwiseAvx512(const ConvF32Params& p, const float* x, const float*
     return;
   }
   const DepthwisePlaneFn plane_fn = PickDepthwisePlane(p);
-  if (SplitsColumns(p)) {
-    // Taps into the split plane: input column ix = 2 ox - pad + kx is in the half of its parity
-    // (the same for every lane of a tap) at column ix / 2.
-    const int64_t pitch = SplitPitch(p), half = pitch * p.in[1];
-    st = seg_taps;
-    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
-      for (int64_t kx = 0; kx < p.kernel[2]; ++kx, ++st) {
-        const int64_t ix0 = ox0 * 2 - p.pad[2] + kx, parity = ix0 & 1;
-        const int64_t c0 = (ix0 - parity) / 2;
-        const int64_t count = parity == 0 ? pitch : w_in / 2;  // floats of that half's rows
-        st->base = parity * half + c0;
-        st->m0 = LaneMask(-c0, count - c0);
-        st->m1 = 0;
-      }
-    }
-  }
   NnParallelFor(p.num_threads, p.batch * p.out_channels, out_sp * kvol / 4,
                 [&](int64_t begin, int64_t end) {
                   for (int64_t plane = begin; plane < end; ++plane) {
