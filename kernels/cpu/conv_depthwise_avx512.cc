@@ -6,7 +6,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_avx512_internal.h"
@@ -497,18 +499,80 @@ QCC_AVX512 void DepthwiseBlockedOutputs(const float* xb, int64_t row_floats, int
   for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(yb + j * 16, acc[j]);
 }
 
+/// DepthwiseBlockedOutputs for a kernel KW wide, undilated along x, of stride SX along x: each
+/// input column of a kernel row is loaded once and multiplied into every output of the group
+/// that reads it (the row's KW weights in registers), where DepthwiseBlockedOutputs loads it once
+/// per output and tap. An output still takes its taps in (row, column) order: the same bits.
+template <int NJ, int KW, int SX>
+QCC_AVX512 void DepthwiseBlockedOutputsShared(const float* xb, int64_t row_floats, int64_t kh,
+                                              int64_t, int64_t, int64_t dy, int64_t,
+                                              const float* wb, const float* bias,
+                                              const ActivationF32* act, float* yb) {
+  constexpr int kCols = (NJ - 1) * SX + KW;  // input columns the group reads in a kernel row
+  __m512 acc[NJ];
+  const __m512 b = _mm512_loadu_ps(bias);
+  for (int j = 0; j < NJ; ++j) acc[j] = b;
+  for (int64_t r = 0; r < kh; ++r, wb += KW * 16) {
+    const float* xr = xb + r * dy * row_floats;
+    __m512 w[KW];
+    for (int s = 0; s < KW; ++s) w[s] = _mm512_loadu_ps(wb + s * 16);
+#pragma GCC unroll 32
+    for (int c = 0; c < kCols; ++c) {
+      const __m512 v = _mm512_loadu_ps(xr + c * 16);
+#pragma GCC unroll 8
+      for (int s = 0; s < KW; ++s) {
+        const int t = c - s;  // output t / SX reads column c at tap s
+        if (t >= 0 && t % SX == 0 && t / SX < NJ) {
+          acc[t / SX] = _mm512_fmadd_ps(w[s], v, acc[t / SX]);
+        }
+      }
+    }
+  }
+  if (act != nullptr) {
+    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);
+    const __m512 slope = _mm512_set1_ps(act->negative_slope);
+    for (int j = 0; j < NJ; ++j) acc[j] = Activate(acc[j], lo, hi, slope);
+  }
+  for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(yb + j * 16, acc[j]);
+}
+
 using DepthwiseBlockedFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
                                     int64_t, const float*, const float*, const ActivationF32*,
                                     float*);
-constexpr DepthwiseBlockedFn kDepthwiseBlocked[kBlockedGroup + 1] = {nullptr,
-                                                                     DepthwiseBlockedOutputs<1>,
-                                                                     DepthwiseBlockedOutputs<2>,
-                                                                     DepthwiseBlockedOutputs<3>,
-                                                                     DepthwiseBlockedOutputs<4>,
-                                                                     DepthwiseBlockedOutputs<5>,
-                                                                     DepthwiseBlockedOutputs<6>,
-                                                                     DepthwiseBlockedOutputs<7>,
-                                                                     DepthwiseBlockedOutputs<8>};
+
+/// The group kernels of NJ = 0..kBlockedGroup outputs (0: none).
+template <template <int> class Kernel, int... NJ>
+constexpr std::array<DepthwiseBlockedFn, kBlockedGroup + 1> BlockedTable(
+    std::integer_sequence<int, NJ...>) {
+  return {nullptr, Kernel<NJ + 1>::kFn...};
+}
+template <int NJ>
+struct Generic {
+  static constexpr DepthwiseBlockedFn kFn = DepthwiseBlockedOutputs<NJ>;
+};
+template <int KW, int SX>
+struct Shared {
+  template <int NJ>
+  struct Of {
+    static constexpr DepthwiseBlockedFn kFn = DepthwiseBlockedOutputsShared<NJ, KW, SX>;
+  };
+};
+using Groups = std::make_integer_sequence<int, kBlockedGroup>;
+constexpr auto kDepthwiseBlocked = BlockedTable<Generic>(Groups{});
+constexpr std::array<DepthwiseBlockedFn, kBlockedGroup + 1> kDepthwiseBlockedShared[3][2] = {
+    {BlockedTable<Shared<3, 1>::Of>(Groups{}), BlockedTable<Shared<3, 2>::Of>(Groups{})},
+    {BlockedTable<Shared<5, 1>::Of>(Groups{}), BlockedTable<Shared<5, 2>::Of>(Groups{})},
+    {BlockedTable<Shared<7, 1>::Of>(Groups{}), BlockedTable<Shared<7, 2>::Of>(Groups{})}};
+
+/// The group kernels for `p`: DepthwiseBlockedOutputsShared for kernels 3, 5 or 7 wide,
+/// undilated along x, of stride 1 or 2 along x; DepthwiseBlockedOutputs otherwise.
+const std::array<DepthwiseBlockedFn, kBlockedGroup + 1>& BlockedKernels(const ConvF32Params& p) {
+  const int64_t kw = p.kernel[2];
+  if (p.dilation[2] == 1 && p.stride[2] <= 2 && (kw == 3 || kw == 5 || kw == 7)) {
+    return kDepthwiseBlockedShared[(kw - 3) / 2][p.stride[2] - 1];
+  }
+  return kDepthwiseBlocked;
+}
 
 /// Rows and columns of the padded input the outputs read.
 int64_t BlockedPaddedRows(const ConvF32Params& p) {
@@ -537,6 +601,7 @@ QCC_AVX512 void DepthwiseBlockedPieces(const ConvF32Params& p, const float* x, c
   const int64_t ph = BlockedPaddedRows(p), pw = BlockedPaddedCols(p);
   const int64_t sy = p.stride[1], sx = p.stride[2], dy = p.dilation[1], dx = p.dilation[2];
   const ActivationF32* act = p.activation.is_identity() ? nullptr : &p.activation;
+  const auto& kernels = BlockedKernels(p);
   // The padding stays zero: every block writes the same interior positions.
   alignas(64) float xb[(kBlockedMaxPadded + 1) * 16];  // + a slot for inputs no output reads
   alignas(64) float wb[kBlockedMaxTaps * 16];
@@ -580,9 +645,8 @@ QCC_AVX512 void DepthwiseBlockedPieces(const ConvF32Params& p, const float* x, c
       }
       for (int64_t ox0 = 0; ox0 < ow; ox0 += kBlockedGroup) {
         const int64_t nj = std::min(kBlockedGroup, ow - ox0);
-        kDepthwiseBlocked[nj](xb + (oy * sy * pw + ox0 * sx) * 16, pw * 16, p.kernel[1],
-                              p.kernel[2], sx, dy, dx, wb, bias_lanes, act,
-                              yb + (oy * ow + ox0) * 16);
+        kernels[nj](xb + (oy * sy * pw + ox0 * sx) * 16, pw * 16, p.kernel[1], p.kernel[2], sx, dy,
+                    dx, wb, bias_lanes, act, yb + (oy * ow + ox0) * 16);
       }
     }
     // Back to the planes: yb's position k holds the 16 channels' outputs.
