@@ -472,6 +472,17 @@ QCC_AVX512 inline void RowsToLanes(const float* src, int64_t stride, int64_t nc,
   }
 }
 
+/// NJ accumulated outputs, activated (act null: none), into yb's 16 lanes each.
+template <int NJ>
+QCC_AVX512 inline void StoreBlockedOutputs(__m512 (&acc)[NJ], const ActivationF32* act, float* yb) {
+  if (act != nullptr) {
+    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);
+    const __m512 slope = _mm512_set1_ps(act->negative_slope);
+    for (int j = 0; j < NJ; ++j) acc[j] = Activate(acc[j], lo, hi, slope);
+  }
+  for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(yb + j * 16, acc[j]);
+}
+
 /// NJ outputs of one output row: xb at the first one's receptive field (its top-left tap),
 /// successive outputs `sx` columns apart; yb gets their 16 lanes each.
 template <int NJ>
@@ -491,12 +502,7 @@ QCC_AVX512 void DepthwiseBlockedOutputs(const float* xb, int64_t row_floats, int
       }
     }
   }
-  if (act != nullptr) {
-    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);
-    const __m512 slope = _mm512_set1_ps(act->negative_slope);
-    for (int j = 0; j < NJ; ++j) acc[j] = Activate(acc[j], lo, hi, slope);
-  }
-  for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(yb + j * 16, acc[j]);
+  StoreBlockedOutputs<NJ>(acc, act, yb);
 }
 
 /// DepthwiseBlockedOutputs for a kernel KW wide, undilated along x, of stride SX along x: each
@@ -528,12 +534,7 @@ QCC_AVX512 void DepthwiseBlockedOutputsShared(const float* xb, int64_t row_float
       }
     }
   }
-  if (act != nullptr) {
-    const __m512 lo = _mm512_set1_ps(act->lo), hi = _mm512_set1_ps(act->hi);
-    const __m512 slope = _mm512_set1_ps(act->negative_slope);
-    for (int j = 0; j < NJ; ++j) acc[j] = Activate(acc[j], lo, hi, slope);
-  }
-  for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(yb + j * 16, acc[j]);
+  StoreBlockedOutputs<NJ>(acc, act, yb);
 }
 
 using DepthwiseBlockedFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -541,32 +542,29 @@ using DepthwiseBlockedFn = void (*)(const float*, int64_t, int64_t, int64_t, int
                                     float*);
 
 /// The group kernels of NJ = 0..kBlockedGroup outputs (0: none).
-template <template <int> class Kernel, int... NJ>
-constexpr std::array<DepthwiseBlockedFn, kBlockedGroup + 1> BlockedTable(
-    std::integer_sequence<int, NJ...>) {
-  return {nullptr, Kernel<NJ + 1>::kFn...};
+using BlockedKernelTable = std::array<DepthwiseBlockedFn, kBlockedGroup + 1>;
+constexpr BlockedKernelTable kDepthwiseBlocked = {nullptr,
+                                                  DepthwiseBlockedOutputs<1>,
+                                                  DepthwiseBlockedOutputs<2>,
+                                                  DepthwiseBlockedOutputs<3>,
+                                                  DepthwiseBlockedOutputs<4>,
+                                                  DepthwiseBlockedOutputs<5>,
+                                                  DepthwiseBlockedOutputs<6>,
+                                                  DepthwiseBlockedOutputs<7>,
+                                                  DepthwiseBlockedOutputs<8>};
+template <int KW, int SX, int... NJ>
+constexpr BlockedKernelTable SharedTable(std::integer_sequence<int, NJ...>) {
+  return {nullptr, DepthwiseBlockedOutputsShared<NJ + 1, KW, SX>...};
 }
-template <int NJ>
-struct Generic {
-  static constexpr DepthwiseBlockedFn kFn = DepthwiseBlockedOutputs<NJ>;
-};
-template <int KW, int SX>
-struct Shared {
-  template <int NJ>
-  struct Of {
-    static constexpr DepthwiseBlockedFn kFn = DepthwiseBlockedOutputsShared<NJ, KW, SX>;
-  };
-};
-using Groups = std::make_integer_sequence<int, kBlockedGroup>;
-constexpr auto kDepthwiseBlocked = BlockedTable<Generic>(Groups{});
-constexpr std::array<DepthwiseBlockedFn, kBlockedGroup + 1> kDepthwiseBlockedShared[3][2] = {
-    {BlockedTable<Shared<3, 1>::Of>(Groups{}), BlockedTable<Shared<3, 2>::Of>(Groups{})},
-    {BlockedTable<Shared<5, 1>::Of>(Groups{}), BlockedTable<Shared<5, 2>::Of>(Groups{})},
-    {BlockedTable<Shared<7, 1>::Of>(Groups{}), BlockedTable<Shared<7, 2>::Of>(Groups{})}};
+constexpr auto kGroups = std::make_integer_sequence<int, kBlockedGroup>{};
+constexpr BlockedKernelTable kDepthwiseBlockedShared[3][2] = {
+    {SharedTable<3, 1>(kGroups), SharedTable<3, 2>(kGroups)},
+    {SharedTable<5, 1>(kGroups), SharedTable<5, 2>(kGroups)},
+    {SharedTable<7, 1>(kGroups), SharedTable<7, 2>(kGroups)}};
 
 /// The group kernels for `p`: DepthwiseBlockedOutputsShared for kernels 3, 5 or 7 wide,
 /// undilated along x, of stride 1 or 2 along x; DepthwiseBlockedOutputs otherwise.
-const std::array<DepthwiseBlockedFn, kBlockedGroup + 1>& BlockedKernels(const ConvF32Params& p) {
+const BlockedKernelTable& BlockedKernels(const ConvF32Params& p) {
   const int64_t kw = p.kernel[2];
   if (p.dilation[2] == 1 && p.stride[2] <= 2 && (kw == 3 || kw == 5 || kw == 7)) {
     return kDepthwiseBlockedShared[(kw - 3) / 2][p.stride[2] - 1];
