@@ -12,11 +12,22 @@
 #include "calib/image.h"
 #include "frontend/tensor_proto.h"
 #include "ir/printer.h"
+#include "kernels/cpu/qelementwise.h"
 #include "support/npy.h"
 #include "support/status.h"
 
 namespace qcc::calib {
 namespace {
+
+/// A sample as the model's input type: fp32 to fp16 (an fp16 model's image, 150,000 values for
+/// 224 x 224) through the vector kernel, FloatToHalf's bits as CastTensor's scalar loop, which
+/// was 3% of calibrating squeezenet1.1 (fp16) on 2 threads; anything else through CastTensor.
+Tensor CastSample(const Tensor& t, DType to) {
+  if (t.dtype() != DType::kFloat32 || to != DType::kFloat16) return CastTensor(t, to);
+  Tensor out(DType::kFloat16, t.dims());
+  cpu::ConvertF32ToF16(t.numel(), t.data<float>(), out.data<uint16_t>(), 1);
+  return out;
+}
 
 namespace fs = std::filesystem;
 
@@ -209,7 +220,7 @@ absl::StatusOr<Tensor> Dataset::LoadFile(int i, const std::string& path,
             : ""));
   }
   if (input.type.dtype != DType::kUndefined && t.dtype() != input.type.dtype) {
-    t = CastTensor(t, input.type.dtype);
+    t = CastSample(t, input.type.dtype);
   }
   return t;
 }

@@ -300,6 +300,15 @@ Image CenterCrop(const Image& in, int height, int width) {
   out.width = width;
   out.channels = in.channels;
   out.pixels.assign(static_cast<size_t>(height) * width * in.channels, 0);
+  if (top >= 0 && left >= 0 && top + height <= in.height && left + width <= in.width) {
+    // Inside the image (the usual crop): each output row is a run of the input's.
+    const size_t row = static_cast<size_t>(width) * in.channels;
+    for (int y = 0; y < height; ++y) {
+      std::memcpy(out.pixels.data() + y * row,
+                  &in.pixels[(static_cast<size_t>(y + top) * in.width + left) * in.channels], row);
+    }
+    return out;
+  }
   for (int y = 0; y < height; ++y) {
     const int sy = y + top;
     if (sy < 0 || sy >= in.height) continue;

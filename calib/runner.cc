@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -157,42 +158,30 @@ absl::StatusOr<int64_t> EffectiveBatch(const ir::Graph& graph, int64_t requested
 
 namespace internal {
 
-absl::Status StreamBatchGroups(Dataset& data, const RunnerOptions& options, int64_t batch,
-                               int64_t group, const RunBatchGroupFn& run_group,
-                               CalibrationRun* run) {
-  std::vector<Sample> pending;             // the batch being filled
-  std::vector<std::vector<Sample>> ready;  // whole batches waiting for their group
-  int64_t reported = 0;                    // samples read when progress was last reported
-  auto run_ready = [&]() -> absl::Status {
-    if (ready.empty()) return absl::OkStatus();
-    std::vector<std::vector<Tensor>> inputs;
-    for (const std::vector<Sample>& b : ready) inputs.push_back(Stack(b));
-    const std::vector<absl::Status> statuses = run_group(inputs);
-    for (size_t i = 0; i < ready.size(); ++i) {
-      const absl::Status& status = statuses[i];
-      if (!status.ok()) {
-        return absl::Status(status.code(),
-                            absl::StrCat("running the batch that starts with ",
-                                         ready[i].front().source, ": ", status.message()));
-      }
-      run->samples += static_cast<int64_t>(ready[i].size());
-      reported = ready[i].back().index + 1;
-      // After every batch, also those cut short by a change of shape (images of varying size).
-      if (options.on_progress) options.on_progress(reported, data.size());
-    }
-    ready.clear();
-    return absl::OkStatus();
-  };
-  // Ends the batch being filled; runs the group when it is whole.
+absl::Status StreamBatches(Dataset& data, const RunnerOptions& options, int64_t batch,
+                           const std::function<absl::Status(const std::vector<Tensor>&)>& run_batch,
+                           CalibrationRun* run) {
+  std::vector<Sample> pending;  // the batch being filled
+  int64_t reported = 0;         // samples read when progress was last reported
+  // Runs the batch being filled.
   auto flush = [&]() -> absl::Status {
     if (pending.empty()) return absl::OkStatus();
-    ready.push_back(std::move(pending));
+    const absl::Status status = run_batch(Stack(pending));
+    if (!status.ok()) {
+      return absl::Status(
+          status.code(), absl::StrCat("running the batch that starts with ", pending.front().source,
+                                      ": ", status.message()));
+    }
+    run->samples += static_cast<int64_t>(pending.size());
+    reported = pending.back().index + 1;
+    // After every batch, also those cut short by a change of shape (images of varying size).
+    if (options.on_progress) options.on_progress(reported, data.size());
     pending.clear();
-    return static_cast<int64_t>(ready.size()) >= group ? run_ready() : absl::OkStatus();
+    return absl::OkStatus();
   };
   {
-    // The next group's samples are decoded while this one runs.
-    SamplePrefetcher reader(data, batch * group);
+    // The next batch's samples are decoded while this one runs.
+    SamplePrefetcher reader(data, batch);
     while (true) {
       Sample sample;
       QCC_ASSIGN_OR_RETURN(bool more, reader.Next(&sample));
@@ -202,7 +191,6 @@ absl::Status StreamBatchGroups(Dataset& data, const RunnerOptions& options, int6
       if (static_cast<int64_t>(pending.size()) >= batch) QCC_RETURN_IF_ERROR(flush());
     }
     QCC_RETURN_IF_ERROR(flush());
-    QCC_RETURN_IF_ERROR(run_ready());
   }  // the reader is joined: `data` is ours again
   // Undecodable images at the end were read but never ran.
   if (options.on_progress && reported < data.size()) options.on_progress(data.size(), data.size());
@@ -210,17 +198,55 @@ absl::Status StreamBatchGroups(Dataset& data, const RunnerOptions& options, int6
   return absl::OkStatus();
 }
 
-absl::Status StreamBatches(Dataset& data, const RunnerOptions& options, int64_t batch,
-                           const std::function<absl::Status(const std::vector<Tensor>&)>& run_batch,
-                           CalibrationRun* run) {
-  return StreamBatchGroups(
-      data, options, batch, 1,
-      [&run_batch](const std::vector<std::vector<Tensor>>& batches) {
-        std::vector<absl::Status> statuses;
-        for (const std::vector<Tensor>& b : batches) statuses.push_back(run_batch(b));
-        return statuses;
-      },
-      run);
+absl::Status StreamLanes(Dataset& data, const RunnerOptions& options, int lanes,
+                         const RunLaneSampleFn& run_sample, CalibrationRun* run) {
+  std::mutex mu;  // guards everything below that the lanes share
+  int64_t done = 0;
+  bool stop = false;          // a read or a run failed: lanes take no more samples
+  absl::Status read_error;    // where reading stopped
+  int64_t failed_index = -1;  // the failed sample that comes first in reading order
+  absl::Status failed;
+  {
+    SamplePrefetcher reader(data, 2 * static_cast<int64_t>(lanes));
+    cpu::ParallelFor(lanes, lanes, [&](int64_t lane, int64_t, int) {
+      while (true) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (stop) return;
+        }
+        Sample sample;
+        absl::StatusOr<bool> more = reader.Next(&sample);
+        if (!more.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (read_error.ok()) read_error = more.status();
+          stop = true;
+          return;
+        }
+        if (!*more) return;
+        const absl::Status status = run_sample(static_cast<int>(lane), sample.tensors);
+        std::lock_guard<std::mutex> lock(mu);
+        if (!status.ok()) {
+          if (failed_index < 0 || sample.index < failed_index) {
+            failed_index = sample.index;
+            failed =
+                absl::Status(status.code(), absl::StrCat("running the batch that starts with ",
+                                                         sample.source, ": ", status.message()));
+          }
+          stop = true;
+          return;
+        }
+        ++run->samples;
+        ++done;
+        if (options.on_progress) options.on_progress(done, data.size());
+      }
+    });
+  }  // the reader is joined: `data` is ours again
+  if (!failed.ok()) return failed;
+  QCC_RETURN_IF_ERROR(read_error);
+  // Undecodable images at the end were read but never ran.
+  if (options.on_progress && done < data.size()) options.on_progress(data.size(), data.size());
+  run->skipped_files = data.skipped_files();
+  return absl::OkStatus();
 }
 
 }  // namespace internal
@@ -260,15 +286,15 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
                           ? options.num_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  // At batch 1, one lane per thread, each running whole batches with its own statistics,
-  // `lanes` batches at a time: a batch's kernels and observers then run on one thread, with no
-  // fork and join per op (squeezenet1.1 on 2 threads: 3.84 -> 3.53 s; a quarter of the time went
-  // to the kernel, mostly a worker yielding while it waited). The lanes' statistics merge at the
-  // end, and TensorStats::Merge is the same as adding everything in one stream, so the table
-  // does not depend on the lanes. Larger batches keep one lane: their ops are big enough to
-  // share, and a second batch of activations is not free (efficientnet-lite0 at batch 16: 3.33
-  // s and 163 MB with one lane, 3.70 s and 297 MB with two). Under a --max-memory cap, one lane:
-  // the cap is on one batch's activations.
+  // At batch 1, one lane per thread, each running whole samples with its own statistics
+  // (StreamLanes): a sample's kernels and observers then run on one thread, with no fork and
+  // join per op (squeezenet1.1 on 2 threads: 3.84 -> 3.53 s; a quarter of the time went to the
+  // kernel, mostly a worker yielding while it waited). The lanes' statistics merge at the end,
+  // and TensorStats::Merge is the same as adding everything in one stream, so the table does not
+  // depend on the lanes or on which samples each ran. Larger batches keep one lane: their ops are
+  // big enough to share, and a second batch of activations is not free (efficientnet-lite0 at batch
+  // 16: 3.33 s and 163 MB with one lane, 3.70 s and 297 MB with two). Under a --max-memory cap, one
+  // lane: the cap is on one batch's activations.
   const int lanes = batch == 1 && options.max_memory == 0 ? threads : 1;
   std::vector<std::vector<TensorStats>> stats(lanes, std::vector<TensorStats>(names.size()));
   cpu::EvalOptions eval_options;
@@ -282,20 +308,23 @@ absl::StatusOr<CalibrationRun> RunCalibration(const ir::Graph& graph, Dataset& d
   };
   QCC_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Evaluator> evaluator,
                        cpu::Evaluator::Create(graph, eval_options));
-  // Batch i of a group (at most `lanes` of them) reports into stats[i], whichever thread runs
-  // it: no two batches of a group share statistics.
-  auto run_group = [&](const std::vector<std::vector<Tensor>>& batches) {
-    std::vector<absl::Status> statuses(batches.size());
-    cpu::ParallelFor(lanes, static_cast<int64_t>(batches.size()),
-                     [&](int64_t begin, int64_t end, int) {
-                       for (int64_t i = begin; i < end; ++i) {
-                         LaneScope scope(&stats[i]);
-                         statuses[i] = evaluator->Run(batches[i]).status();
-                       }
-                     });
-    return statuses;
-  };
-  QCC_RETURN_IF_ERROR(internal::StreamBatchGroups(data, options, batch, lanes, run_group, &run));
+  if (lanes > 1) {
+    QCC_RETURN_IF_ERROR(internal::StreamLanes(
+        data, options, lanes,
+        [&](int lane, const std::vector<Tensor>& inputs) {
+          LaneScope scope(&stats[lane]);
+          return evaluator->Run(inputs).status();
+        },
+        &run));
+  } else {
+    QCC_RETURN_IF_ERROR(internal::StreamBatches(
+        data, options, batch,
+        [&](const std::vector<Tensor>& inputs) {
+          LaneScope scope(&stats[0]);
+          return evaluator->Run(inputs).status();
+        },
+        &run));
+  }
   for (size_t id = 0; id < names.size(); ++id) {
     if (names[id].empty() || !derived[id].empty()) continue;
     for (const std::vector<TensorStats>& lane : stats) run.tensors[names[id]].Merge(lane[id]);

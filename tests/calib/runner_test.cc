@@ -4,16 +4,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "backend_cuda/cuda_info.h"
 #include "calib/dataset.h"
+#include "calib/runner_internal.h"
 #include "gtest/gtest.h"
 #include "ir/shape_inference.h"
 #include "support/npy.h"
@@ -285,6 +289,74 @@ TEST(CalibRunner, SamplesOfVaryingShapeRunInSeparateBatchesAndReportProgress) {
   TensorStats expect;
   expect.Add(all.data(), static_cast<int64_t>(all.size()));
   EXPECT_TRUE(run->tensors.at("x") == expect);
+}
+
+TEST(CalibRunner, LanesRunEverySampleOnceAndReportProgressInOrder) {
+  // StreamLanes on 2 and 3 lanes: each sample runs once, on some lane, and progress counts the
+  // samples run, one at a time, up to all of them.
+  const std::string dir = TempDir();
+  WriteSamples(dir, SampleValues(23));
+  auto graph = ReluSoftmaxGraph(/*batch_dim=*/1);
+  for (int lanes : {2, 3}) {
+    auto data = Dataset::Open(dir, GraphDataInputs(*graph), {});
+    ASSERT_TRUE(data.ok()) << data.status();
+    std::mutex mu;
+    std::multiset<float> firsts;  // each sample's first value
+    std::set<int> lanes_seen;
+    std::vector<int64_t> progress;
+    RunnerOptions options;
+    options.on_progress = [&](int64_t done, int64_t total) {
+      EXPECT_EQ(total, 23);
+      progress.push_back(done);
+    };
+    CalibrationRun run;
+    const absl::Status status = internal::StreamLanes(
+        **data, options, lanes,
+        [&](int lane, const std::vector<Tensor>& inputs) {
+          EXPECT_EQ(inputs.size(), 1u);
+          EXPECT_EQ(inputs[0].dims(), (Dims{1, 4}));
+          std::lock_guard<std::mutex> lock(mu);
+          firsts.insert(inputs[0].data<float>()[0]);
+          lanes_seen.insert(lane);
+          return absl::OkStatus();
+        },
+        &run);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(run.samples, 23);
+    const std::vector<float> values = SampleValues(23);
+    std::multiset<float> expect;
+    for (int i = 0; i < 23; ++i) expect.insert(values[4 * i]);
+    EXPECT_EQ(firsts, expect) << lanes << " lanes";
+    for (int lane : lanes_seen) EXPECT_TRUE(lane >= 0 && lane < lanes) << lane;
+    std::vector<int64_t> counts(23);
+    for (int i = 0; i < 23; ++i) counts[i] = i + 1;
+    EXPECT_EQ(progress, counts) << lanes << " lanes";
+  }
+}
+
+TEST(CalibRunner, LanesNameTheFileOfAFailedSample) {
+  // Sample 5 fails on whichever lane runs it: the error keeps its code and names 005.npy, and
+  // not every sample ran.
+  const std::string dir = TempDir();
+  const std::vector<float> values = SampleValues(40);
+  WriteSamples(dir, values);
+  auto graph = ReluSoftmaxGraph(/*batch_dim=*/1);
+  auto data = Dataset::Open(dir, GraphDataInputs(*graph), {});
+  ASSERT_TRUE(data.ok()) << data.status();
+  CalibrationRun run;
+  const absl::Status status = internal::StreamLanes(
+      **data, {}, 2,
+      [&](int, const std::vector<Tensor>& inputs) {
+        const float* v = inputs[0].data<float>();
+        if (std::equal(v, v + 4, values.begin() + 20)) return absl::InternalError("bad sample");
+        return absl::OkStatus();
+      },
+      &run);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(status.message().find("005.npy"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("bad sample"), std::string::npos) << status;
+  EXPECT_LT(run.samples, 40);
 }
 
 TEST(CalibRunner, Errors) {
