@@ -263,13 +263,15 @@ using TileFn = void (*)(const uint32_t*, const uint8_t*, const int64_t*, int64_t
 constexpr TileFn kTiles[kMaxNv] = {ConvTile<1>, ConvTile<2>, ConvTile<3>};
 
 /// Bit l set for each of the `lanes` (<= 64) virtual positions from v0 that is an output (its
-/// column within the phase plane is < out_w).
+/// column within the phase plane is < out_w). A run of bits per virtual row: lane by lane, it
+/// was 5-6% of resnet20's 16-channel 3x3 layers at batch 32 (a dependent chain of 48 steps a
+/// tile).
 uint64_t ValidLanes(const PhasePlanes& g, int64_t v0, int64_t lanes) {
   if (g.phase_w == g.ow) return LowBits64(lanes);  // no column is dropped (1x1, no pads)
   uint64_t valid = 0;
-  for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; ++l) {
-    if (col < g.ow) valid |= uint64_t{1} << l;
-    if (++col == g.phase_w) col = 0;
+  for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; l += g.phase_w - col, col = 0) {
+    // Lanes l .. of this row: its columns col .. phase_w - 1, outputs while < out_w.
+    if (col < g.ow) valid |= LowBits64(std::min(g.ow - col, lanes - l)) << l;
   }
   return valid;
 }
