@@ -159,8 +159,8 @@ TEST(CalibRunner, BatchThreadsAndShardsDoNotChangeTheStatistics) {
   WriteSamples(dir, SampleValues(37));
   absl::StatusOr<CalibrationRun> reference = Calibrate(dir, 1, 1);
   ASSERT_TRUE(reference.ok()) << reference.status();
-  // At batch 1 with 2 or 3 threads, the batches run 2 or 3 at a time, each into its own
-  // statistics.
+  // At batch 1 with 2 or 3 threads, 2 or 3 lanes take the samples as they come, each into its
+  // own statistics.
   for (int64_t batch : {1, 2, 5, 16, 64}) {
     for (int threads : {1, 2, 3}) {
       absl::StatusOr<CalibrationRun> run = Calibrate(dir, batch, threads);
