@@ -15,6 +15,8 @@
 //   build-x/bench/int8_conv_bench --benchmark_filter='LayerInt8Fast/11/1/1/'   (threads 1, batch 1)
 //   build-x/bench/int8_conv_bench --benchmark_filter='LayerInt8FastAdd/1/'   (with a fused residual
 //   Add)
+//   build-x/bench/int8_conv_bench --benchmark_filter='LayerInt8Avx2/1/'   (the AVX2 path, which
+//   AVX2-only CPUs run, measured on any CPU with AVX2)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -104,7 +106,8 @@ struct Int8Conv {
   std::vector<uint8_t> workspace;
   PackedQConvWeights packed;
 
-  Int8Conv(const Layer& l, int threads, std::mt19937& rng, int64_t batch = kBatch) {
+  Int8Conv(const Layer& l, int threads, std::mt19937& rng, int64_t batch = kBatch,
+           QKernelPath path = QKernelPath::kFastest) {
     p.n = batch;
     p.c = l.c;
     p.h = p.w = l.hw;
@@ -128,7 +131,7 @@ struct Int8Conv {
     p.bias = bias.data();
     p.multiplier = multiplier.data();
     p.output = y.data();
-    packed = PackQConvWeights(p);
+    packed = PackQConvWeights(p, path);
     workspace.resize(QConvWorkspaceBytes(p, packed));
   }
   void Run() { QConv(p, packed, workspace.data()); }
@@ -175,6 +178,18 @@ void BM_LayerInt8Fast(benchmark::State& state) {
   SetOps(state, Macs(l, state.range(2)));
 }
 
+/// The AVX2 int8 path (the one AVX2-only CPUs run), also on a CPU with VNNI.
+void BM_LayerInt8Avx2(benchmark::State& state) {
+  const Layer& l = kLayers[state.range(0)];
+  std::mt19937 rng(1);
+  Int8Conv conv(l, static_cast<int>(state.range(1)), rng, state.range(2), QKernelPath::kAvx2);
+  if (conv.packed.layout == PackedQConvWeights::Layout::kReference) {
+    state.SkipWithError("no AVX2 on this CPU: QConv runs the reference");
+  }
+  for (auto _ : state) conv.Run();
+  SetOps(state, Macs(l, state.range(2)));
+}
+
 void BM_LayerInt8Reference(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
   std::mt19937 rng(1);
@@ -202,6 +217,7 @@ BENCHMARK_TEMPLATE(BM_LayerInt8Fast, true)
     ->Apply(LayerArgs)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LayerInt8Avx2)->Apply(LayerArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LayerInt8Reference)
     ->Apply(LayerArgs)
     ->UseRealTime()
