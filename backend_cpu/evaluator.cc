@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "backend_cpu/eval_slices.h"
+#include "backend_cpu/tensor_convert.h"
 #include "ir/printer.h"
 #include "ir/shape_fns/nn_window.h"
 #include "ir/shape_inference.h"
@@ -29,35 +30,6 @@ std::vector<const ir::Node*> UnsupportedNodes(const ir::Graph& graph) {
   }
   return missing;
 }
-
-namespace {
-
-/// A tensor whose elements the caller writes next: only the storage's padding past them is
-/// zeroed (Tensor(dtype, dims) zeroes all of it, a second pass over every converted tensor).
-Tensor TensorToOverwrite(DType dtype, const Dims& dims) {
-  const size_t bytes = DenseBytes(dtype, dims).value_or(0);
-  std::shared_ptr<uint8_t> storage = Tensor::AllocateStorage(bytes);
-  std::memset(storage.get() + bytes, 0, Tensor::StorageBytes(bytes) - bytes);
-  return Tensor(dtype, dims, std::move(storage));
-}
-
-/// `t` (fp16 or bf16) as fp32: fp16 through the vector kernel (HalfToFloat's values exactly).
-Tensor WidenToF32(const Tensor& t, int num_threads) {
-  if (t.dtype() != DType::kFloat16) return CastTensor(t, DType::kFloat32);
-  Tensor out = TensorToOverwrite(DType::kFloat32, t.dims());
-  ConvertF16ToF32(t.numel(), t.data<uint16_t>(), out.data<float>(), num_threads);
-  return out;
-}
-
-/// fp32 `t` as `to`: fp16 through the vector kernel (FloatToHalf's values exactly).
-Tensor NarrowFromF32(const Tensor& t, DType to, int num_threads) {
-  if (t.dtype() != DType::kFloat32 || to != DType::kFloat16) return CastTensor(t, to);
-  Tensor out = TensorToOverwrite(DType::kFloat16, t.dims());
-  ConvertF32ToF16(t.numel(), t.data<float>(), out.data<uint16_t>(), num_threads);
-  return out;
-}
-
-}  // namespace
 
 Evaluator::Evaluator(const ir::Graph& graph, EvalOptions options)
     : graph_(graph), options_(options), arena_(std::make_unique<internal::EvalArena>()) {

@@ -132,6 +132,12 @@ std::vector<Tensor> Stack(const std::vector<Sample>& samples) {
   return batch;
 }
 
+/// A batch's failed run as the error, naming the batch's first sample's file.
+absl::Status BatchFailed(const absl::Status& status, const Sample& first) {
+  return absl::Status(status.code(), absl::StrCat("running the batch that starts with ",
+                                                  first.source, ": ", status.message()));
+}
+
 bool SameShapes(const Sample& a, const Sample& b) {
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     if (a.tensors[i].dims() != b.tensors[i].dims()) return false;
@@ -167,11 +173,7 @@ absl::Status StreamBatches(Dataset& data, const RunnerOptions& options, int64_t 
   auto flush = [&]() -> absl::Status {
     if (pending.empty()) return absl::OkStatus();
     const absl::Status status = run_batch(Stack(pending));
-    if (!status.ok()) {
-      return absl::Status(
-          status.code(), absl::StrCat("running the batch that starts with ", pending.front().source,
-                                      ": ", status.message()));
-    }
+    if (!status.ok()) return BatchFailed(status, pending.front());
     run->samples += static_cast<int64_t>(pending.size());
     reported = pending.back().index + 1;
     // After every batch, also those cut short by a change of shape (images of varying size).
@@ -228,9 +230,7 @@ absl::Status StreamLanes(Dataset& data, const RunnerOptions& options, int lanes,
         if (!status.ok()) {
           if (failed_index < 0 || sample.index < failed_index) {
             failed_index = sample.index;
-            failed =
-                absl::Status(status.code(), absl::StrCat("running the batch that starts with ",
-                                                         sample.source, ": ", status.message()));
+            failed = BatchFailed(status, sample);
           }
           stop = true;
           return;
