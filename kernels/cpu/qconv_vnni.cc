@@ -13,10 +13,14 @@
 // (y, x) at virtual position v = y * PW' + x reads tap (r, s) at v plus a constant offset, for
 // every stride; so 16 consecutive virtual positions are one 64-byte load per (tap, channel
 // quad), and no im2col is ever written. Columns x >= out_w of the virtual grid are computed and
-// dropped (compressed out at the store): PW' / out_w extra work (1.06 to 1.25 for
-// 3x3 convolutions on 32 to 8 wide maps). The register tile is 8 output
-// channels x up to 48 positions (24 zmm accumulators): per (tap, quad), 3 loads, 8 weight
-// broadcasts and 24 vpdpbusd; an image's tiles share its 16-position vectors evenly.
+// dropped (compressed out at the store). The 16-position vectors ("windows") a tile computes
+// need not be consecutive: each starts at the first output position after the previous one's
+// lanes (DirectWindows), so a window never begins on dropped columns; where out_w is a
+// multiple of 16 no lane is dropped at all (consecutive vectors cost PW' / out_w: 1.06 and
+// 1.12 on resnet20's 32- and 16-wide maps). The register tile is 8 output channels x up to 3
+// windows (24 zmm accumulators): per (tap, quad), 3 loads, 8 weight broadcasts and 24
+// vpdpbusd; an image's tiles share its windows evenly. A tile's valid lanes are consecutive
+// outputs, so its stores are as for consecutive vectors.
 // Not cache-blocked over channels: a tile streams all C/group * R * S of its inputs and
 // weights, which suits the small CNNs this targets (C <= ~256 per group).
 #include <immintrin.h>
@@ -37,14 +41,64 @@ constexpr int64_t kMr = 8;     // output channels per register tile
 constexpr int64_t kMaxNv = 3;  // 16-position vectors per register tile
 constexpr int64_t kTileLanes = 16 * kMaxNv;
 
-struct DirectGeometry : PhasePlanes {
-  int64_t kg, k_blocks, taps;
-  int64_t vectors;  // 16-position vectors covering the virtual positions
-  int64_t tiles;    // tiles share the vectors evenly (kMaxNv or one fewer each)
+/// Bit l set for each of the `lanes` (<= 64) virtual positions from one at column `col` of its
+/// phase-plane row that is an output (its column is < out_w). A run of bits per virtual row:
+/// lane by lane, it was 5-6% of resnet20's 16-channel 3x3 layers at batch 32 (a dependent chain
+/// of 48 steps a tile).
+uint64_t ValidLanesAt(const PhasePlanes& g, int64_t col, int64_t lanes) {
+  if (g.phase_w == g.ow) return LowBits64(lanes);  // no column is dropped (1x1, no pads)
+  uint64_t valid = 0;
+  for (int64_t l = 0; l < lanes; l += g.phase_w - col, col = 0) {
+    // Lanes l .. of this row: its columns col .. phase_w - 1, outputs while < out_w.
+    if (col < g.ow) valid |= LowBits64(std::min(g.ow - col, lanes - l)) << l;
+  }
+  return valid;
+}
+
+/// ValidLanesAt for the lanes from virtual position v0.
+uint64_t ValidLanes(const PhasePlanes& g, int64_t v0, int64_t lanes) {
+  return ValidLanesAt(g, v0 % g.phase_w, lanes);
+}
+
+/// One 16-lane window of an image's virtual positions (DirectWindows).
+struct Window {
+  int32_t v;       // its first virtual position, an output
+  int32_t out;     // that output's position in the output plane
+  uint32_t valid;  // ValidLanes of its 16 lanes (none past the last output)
+  int32_t unused;
 };
 
-/// The first virtual position of tile `t` (t == g.tiles: past the last vector).
-int64_t TileBegin(const DirectGeometry& g, int64_t t) { return t * g.vectors / g.tiles * 16; }
+/// The windows of an image's virtual positions: each 16 lanes from the first output position
+/// (column < out_w) at or after the previous window's end, the first at 0. Writes them to
+/// `windows` unless null; returns how many. Consecutive windows when no column is dropped.
+int64_t DirectWindows(const PhasePlanes& g, Window* windows) {
+  int64_t n = 0;
+  // Virtual position v = row * phase_w + col, output row * ow + col.
+  for (int64_t row = 0, col = 0; row * g.phase_w + col < g.v; ++n) {
+    const int64_t v = row * g.phase_w + col;
+    if (windows != nullptr) {
+      windows[n].v = static_cast<int32_t>(v);
+      windows[n].out = static_cast<int32_t>(row * g.ow + col);
+      windows[n].valid = static_cast<uint32_t>(ValidLanesAt(g, col, std::min<int64_t>(16, g.v - v)));
+      windows[n].unused = 0;
+    }
+    for (col += 16; col >= g.phase_w; col -= g.phase_w) ++row;
+    if (col >= g.ow) {  // a dropped column: on to the next row's first
+      col = 0;
+      ++row;
+    }
+  }
+  return n;
+}
+
+struct DirectGeometry : PhasePlanes {
+  int64_t kg, k_blocks, taps;
+  int64_t windows;  // DirectWindows: the 16-position vectors covering the outputs
+  int64_t tiles;    // tiles share the windows evenly (kMaxNv or one fewer each)
+};
+
+/// The first window of tile `t` (t == g.tiles: g.windows).
+int64_t TileWindow(const DirectGeometry& g, int64_t t) { return t * g.windows / g.tiles; }
 
 DirectGeometry DirectGeometryOf(const QConvParams& p) {
   DirectGeometry g;
@@ -52,8 +106,8 @@ DirectGeometry DirectGeometryOf(const QConvParams& p) {
   g.kg = p.k / p.group;
   g.k_blocks = CeilDiv(g.kg, kMr);
   g.taps = p.r * p.s;
-  g.vectors = CeilDiv(g.v, 16);
-  g.tiles = CeilDiv(g.vectors, kMaxNv);
+  g.windows = DirectWindows(g, nullptr);
+  g.tiles = CeilDiv(g.windows, kMaxNv);
   return g;
 }
 
@@ -81,7 +135,8 @@ struct DirectContext {
   const int64_t* tap_offset;  // bytes from a tile's base to its (tap, quad 0) data
   uint8_t* buffers;           // g.image_bytes per thread
   PlaneConstants k;
-  const int32_t* init;  // bias + correction per output channel, then kMr zeros
+  const int32_t* init;     // bias + correction per output channel, then kMr zeros
+  const Window* windows;  // DirectWindows'
 };
 
 /// Where and how a register tile's results go.
@@ -208,11 +263,13 @@ QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, float multipli
     StoreRow<NV>(c##r##0, c##r##1, c##r##2, multipliers[r], y + r * y_stride, \
                  residual != nullptr ? residual + r * y_stride : nullptr, s);
 
-/// kMr output channels x NV * 16 virtual positions: accumulate over every (tap, quad), then
-/// requantize and store the valid lanes. `w` is the block's packed weights [tap][quad][kMr].
+/// kMr output channels x NV windows of 16 virtual positions, at x, x + d1 and x + d2 (bytes):
+/// accumulate over every (tap, quad), then requantize and store the valid lanes. `w` is the
+/// block's packed weights [tap][quad][kMr].
 template <int NV>
-QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, const int64_t* tap_offset, int64_t taps,
-                       int64_t c4s, int64_t plane_bytes, const TileOut& o) {
+QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, int64_t d1, int64_t d2,
+                       const int64_t* tap_offset, int64_t taps, int64_t c4s, int64_t plane_bytes,
+                       const TileOut& o) {
   QCC_TILE_INIT(0);
   QCC_TILE_INIT(1);
   QCC_TILE_INIT(2);
@@ -225,8 +282,8 @@ QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, const int64_t* tap_o
     const uint8_t* xt = x + tap_offset[t];
     for (int64_t c = 0; c < c4s; ++c, xt += plane_bytes, w += kMr) {
       const __m512i a0 = _mm512_loadu_si512(xt);
-      const __m512i a1 = NV > 1 ? _mm512_loadu_si512(xt + 64) : a0;
-      const __m512i a2 = NV > 2 ? _mm512_loadu_si512(xt + 128) : a0;
+      const __m512i a1 = NV > 1 ? _mm512_loadu_si512(xt + d1) : a0;
+      const __m512i a2 = NV > 2 ? _mm512_loadu_si512(xt + d2) : a0;
       QCC_TILE_DP(0);
       QCC_TILE_DP(1);
       QCC_TILE_DP(2);
@@ -258,23 +315,9 @@ QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, const int64_t* tap_o
 #undef QCC_TILE_DP
 #undef QCC_TILE_STORE
 
-using TileFn = void (*)(const uint32_t*, const uint8_t*, const int64_t*, int64_t, int64_t, int64_t,
-                        const TileOut&);
+using TileFn = void (*)(const uint32_t*, const uint8_t*, int64_t, int64_t, const int64_t*, int64_t,
+                        int64_t, int64_t, const TileOut&);
 constexpr TileFn kTiles[kMaxNv] = {ConvTile<1>, ConvTile<2>, ConvTile<3>};
-
-/// Bit l set for each of the `lanes` (<= 64) virtual positions from v0 that is an output (its
-/// column within the phase plane is < out_w). A run of bits per virtual row: lane by lane, it
-/// was 5-6% of resnet20's 16-channel 3x3 layers at batch 32 (a dependent chain of 48 steps a
-/// tile).
-uint64_t ValidLanes(const PhasePlanes& g, int64_t v0, int64_t lanes) {
-  if (g.phase_w == g.ow) return LowBits64(lanes);  // no column is dropped (1x1, no pads)
-  uint64_t valid = 0;
-  for (int64_t l = 0, col = v0 % g.phase_w; l < lanes; l += g.phase_w - col, col = 0) {
-    // Lanes l .. of this row: its columns col .. phase_w - 1, outputs while < out_w.
-    if (col < g.ow) valid |= LowBits64(std::min(g.ow - col, lanes - l)) << l;
-  }
-  return valid;
-}
 
 /// The output position of the first output at or after virtual position v0.
 int64_t FirstOutput(const PhasePlanes& g, int64_t v0) {
@@ -285,9 +328,32 @@ int64_t FirstOutput(const PhasePlanes& g, int64_t v0) {
 struct TilePlace {
   uint64_t valid;  // TileOut::valid
   int64_t out0;    // the output position of its first valid lane
-  int64_t nv;      // 16-lane vectors it computes
-  int64_t v0;      // its first virtual position
+  int64_t nv;      // windows it computes
+  int64_t v0;      // its first window's virtual position
+  int64_t d1, d2;  // bytes from its first window to its second and third
 };
+
+/// Tile `t`'s place: its windows' lanes that are outputs side by side, which are consecutive
+/// outputs since each window starts at the output after the last one's.
+TilePlace TilePlaceOf(const DirectGeometry& g, const Window* windows, int64_t t) {
+  TilePlace pl;
+  const Window* w = windows + TileWindow(g, t);
+  pl.nv = TileWindow(g, t + 1) - TileWindow(g, t);
+  pl.v0 = w[0].v;
+  pl.out0 = w[0].out;
+  pl.valid = w[0].valid;
+  pl.d1 = 64;
+  pl.d2 = 128;
+  if (pl.nv > 1) {
+    pl.valid |= static_cast<uint64_t>(w[1].valid) << 16;
+    pl.d1 = (w[1].v - pl.v0) * 4;
+  }
+  if (pl.nv > 2) {
+    pl.valid |= static_cast<uint64_t>(w[2].valid) << 32;
+    pl.d2 = (w[2].v - pl.v0) * 4;
+  }
+  return pl;
+}
 
 /// Tiles per group of the block-major order (DirectUnits): 12,288 positions (16 -> 96 1x1 on
 /// 112 x 112 at batch 32, 1 thread: groups of 32 tiles 8.5 ms, 128 7.6, 256 7.2, 512 7.1).
@@ -321,17 +387,11 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
     const int64_t image_end = std::min(end, (image + 1) * g.tiles);
     const int64_t last = image_end - 1 - image * g.tiles;
     FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
-                    TileBegin(g, tile), TileBegin(g, last + 1) + g.max_offset);
+                    ctx.windows[TileWindow(g, tile)].v,
+                    ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset);
     for (int64_t t0 = tile; t0 <= last; t0 += kGroupTiles) {
       const int64_t count = std::min(kGroupTiles, last + 1 - t0);
-      for (int64_t i = 0; i < count; ++i) {
-        TilePlace& pl = places[i];
-        pl.v0 = TileBegin(g, t0 + i);
-        const int64_t lanes = std::min(TileBegin(g, t0 + i + 1), g.v) - pl.v0;
-        pl.valid = ValidLanes(g, pl.v0, lanes);
-        pl.out0 = FirstOutput(g, pl.v0);
-        pl.nv = CeilDiv(lanes, 16);
-      }
+      for (int64_t i = 0; i < count; ++i) places[i] = TilePlaceOf(g, ctx.windows, t0 + i);
       auto run = [&](const TilePlace& pl, int64_t kb) {
         if (pl.valid == 0) return;
         const int64_t k0 = grp * g.kg + kb * kMr, mr = std::min(kMr, g.kg - kb * kMr);
@@ -344,8 +404,8 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
         o.init = ctx.init + k0;
         o.multiplier = p.multiplier + k0;
         kTiles[pl.nv - 1](packed + (grp * g.k_blocks + kb) * block_dwords,
-                          reinterpret_cast<const uint8_t*>(buf) + pl.v0 * 4, ctx.tap_offset, g.taps,
-                          g.c4, g.plane * 4, o);
+                          reinterpret_cast<const uint8_t*>(buf) + pl.v0 * 4, pl.d1, pl.d2,
+                          ctx.tap_offset, g.taps, g.c4, g.plane * 4, o);
       };
       if (block_major) {
         for (int64_t kb = 0; kb < g.k_blocks; ++kb) {
@@ -362,8 +422,11 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
 }
 
 /// The direct path's accumulator starts in its workspace, after the tap offsets: K, then kMr
-/// zeros for the rows past K of the last block (computed, never stored).
-int64_t DirectInitBytes(const QConvParams& p) { return RoundUp((p.k + kMr) * 4, 64); }
+/// zeros for the rows past K of the last block (computed, never stored); then its windows'
+/// starts (DirectWindows).
+int64_t DirectInitBytes(const QConvParams& p, const DirectGeometry& g) {
+  return RoundUp((p.k + kMr) * 4, 64) + RoundUp(g.windows * sizeof(Window), 64);
+}
 
 QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint8_t* workspace) {
   DirectContext ctx;
@@ -376,7 +439,10 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
     init[k] = k < p.k ? WrapAdd(p.bias != nullptr ? p.bias[k] : 0, w.correction[k]) : 0;
   }
   ctx.init = init;
-  ctx.buffers = reinterpret_cast<uint8_t*>(init) + DirectInitBytes(p);
+  auto* windows = reinterpret_cast<Window*>(init + RoundUp(p.k + kMr, 16));
+  DirectWindows(g, windows);
+  ctx.windows = windows;
+  ctx.buffers = reinterpret_cast<uint8_t*>(init) + DirectInitBytes(p, g);
   PreparePlaneConstants(p, &ctx.k);
   const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
   NnParallelFor(
@@ -654,7 +720,7 @@ int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& 
     return 64 + TapOffsetsBytes(p) + threads * AmxGeometryOf(p).thread_bytes;
   }
   const DirectGeometry g = DirectGeometryOf(p);
-  return 64 + TapOffsetsBytes(p) + DirectInitBytes(p) + threads * g.image_bytes;
+  return 64 + TapOffsetsBytes(p) + DirectInitBytes(p, g) + threads * g.image_bytes;
 }
 
 QCC_VNNI void QConvVnni(const QConvParams& p, const PackedQConvWeights& w, void* workspace) {

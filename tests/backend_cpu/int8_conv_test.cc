@@ -236,6 +236,11 @@ const std::vector<Geometry>& Geometries() {
       // the image split among threads mid-row.
       {1, 7, 21, 23, 9, 3, 3},   // 3x3 without pads, odd C
       {1, 13, 11, 11, 6, 1, 1},  // 1x1, C % 4 = 1
+      // The VNNI direct path's windows on padded rows: 32 wide (two whole windows a row, the
+      // pad columns never computed; tiles of 3 windows span rows) and 28 wide (windows that
+      // start past the pad columns mid-row), batch 2.
+      {2, 8, 5, 32, 12, 3, 3, 1, 1, 1, 1, 1, 1},
+      {2, 6, 9, 28, 10, 3, 3, 1, 1, 1, 1, 1, 1},
       // The VNNI channel-blocked depthwise kernel (16 channels to a register) on small maps:
       // partial channel blocks, row phases, dilation_h; and the per-plane kernel's two-segment
       // rows (21 wide).
