@@ -119,12 +119,14 @@ QCC_VNNI inline void StoreLanes(uint32_t* at, int64_t first, int64_t count, __m5
 /// permute set-up per row); this takes 10%.
 QCC_VNNI void FillPaddedStride1Plane(const QConvParams& p, const PhasePlanes& g,
                                      const int8_t* const rows[4], int64_t row_begin,
-                                     int64_t row_end, uint32_t pad_quad, uint32_t* plane) {
+                                     int64_t row_end, uint32_t pad_quad, bool pads_filled,
+                                     uint32_t* plane) {
   const int64_t pw = g.phase_w, w = p.w, pt = p.pad_top, pl = p.pad_left;
   const int64_t y_a = std::max<int64_t>(0, row_begin - pt);
   const int64_t y_b = std::max(y_a, std::min(p.h, row_end - pt));
-  // Every row padded first (whole vectors), the input's dwords (if any) stored over it below.
-  FillDwords(plane + row_begin * pw, (row_end - row_begin) * pw, pad_quad);
+  // The whole plane padded first (whole vectors), unless an earlier image did; the input's
+  // dwords (if any) stored over it below.
+  if (!pads_filled) FillDwords(plane, g.plane, pad_quad);
   const int64_t n = (y_b - y_a) * w;
   const int8_t* src[4];
   for (int q = 0; q < 4; ++q) src[q] = rows[q] != nullptr ? rows[q] + y_a * w : nullptr;
@@ -169,14 +171,13 @@ constexpr int64_t kStride2Chunk = 4096;
 /// 16 dwords: 41% of resnet20's two stride-2 int8 convs at batch 32.
 QCC_VNNI void FillColumnStride2Planes(const QConvParams& p, const PhasePlanes& g,
                                       const int8_t* const rows[4], int64_t row_begin,
-                                      int64_t row_end, uint32_t pad_quad, uint32_t* quad_planes) {
+                                      int64_t row_end, uint32_t pad_quad, bool pads_filled,
+                                      uint32_t* quad_planes) {
   const int64_t sh = p.stride_h, pw = g.phase_w, w = p.w, pt = p.pad_top, pl = p.pad_left;
   // Plane (a, b) of this quad: phases are c4-major in the buffer (FillPhasePlanes).
   auto plane = [&](int64_t a, int64_t b) { return quad_planes + (a * 2 + b) * g.c4 * g.plane; };
-  for (int64_t a = 0; a < sh; ++a) {
-    for (int64_t b = 0; b < 2; ++b) {
-      FillDwords(plane(a, b) + row_begin * pw, (row_end - row_begin) * pw, pad_quad);
-    }
+  for (int64_t a = 0; a < sh && !pads_filled; ++a) {
+    for (int64_t b = 0; b < 2; ++b) FillDwords(plane(a, b), g.plane, pad_quad);
   }
   const int64_t y_lo = std::max<int64_t>(0, row_begin * sh - pt);
   const int64_t y_hi = std::min(p.h, row_end * sh - pt);
@@ -271,7 +272,8 @@ void PhaseRowIndex(const QConvParams& p, uint8_t idx[64]) {
 }
 
 QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const uint8_t* idx,
-                              const int8_t* x, uint32_t* buf, int64_t lo, int64_t hi) {
+                              const int8_t* x, uint32_t* buf, int64_t lo, int64_t hi,
+                              bool pads_filled) {
   const uint32_t pad_quad = PadByte(p) * 0x01010101u;
   const int64_t row_begin = lo / g.phase_w;
   const int64_t row_end = std::min(g.phase_h, CeilDiv(hi, g.phase_w));
@@ -286,7 +288,7 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
       const int8_t* rows[4];
       QuadRows(p, g, x, c4, first, rows);
       if (n > 0) InterleaveRun(rows, n, pad_quad, idx, plane + first);
-      if (tail) {
+      if (tail || !pads_filled) {
         FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
       }
     }
@@ -298,10 +300,9 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
       const int8_t* rows[4];
       QuadRows(p, g, x, c4, 0, rows);
       if (row_end > row_begin) {
-        FillPaddedStride1Plane(p, g, rows, row_begin, row_end, pad_quad, plane);
-      }
-      if (tail) {
-        FillDwords(plane + g.phase_h * g.phase_w, g.plane - g.phase_h * g.phase_w, pad_quad);
+        FillPaddedStride1Plane(p, g, rows, row_begin, row_end, pad_quad, pads_filled, plane);
+      } else if (!pads_filled) {
+        FillDwords(plane, g.plane, pad_quad);
       }
     }
     return;
@@ -310,15 +311,8 @@ QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const 
     for (int64_t c4 = 0; c4 < g.c4; ++c4) {
       const int8_t* rows[4];
       QuadRows(p, g, x, c4, 0, rows);
-      if (row_end > row_begin) {
-        FillColumnStride2Planes(p, g, rows, row_begin, row_end, pad_quad, buf + c4 * g.plane);
-      }
-      if (tail) {
-        for (int64_t ph = 0; ph < p.stride_h * 2; ++ph) {
-          FillDwords(buf + (ph * g.c4 + c4) * g.plane + g.phase_h * g.phase_w,
-                     g.plane - g.phase_h * g.phase_w, pad_quad);
-        }
-      }
+      FillColumnStride2Planes(p, g, rows, row_begin, row_end, pad_quad, pads_filled,
+                              buf + c4 * g.plane);
     }
     return;
   }

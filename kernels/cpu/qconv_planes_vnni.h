@@ -47,9 +47,13 @@ void PhaseRowIndex(const QConvParams& p, uint8_t idx[64]);
 
 /// Rewrites channels [0, C/group) of `x` (one image's group) into phase planes of quads at
 /// `buf`: in every plane, the dwords [lo, hi) (rows that hold them whole, and the padding past
-/// the last row when hi reaches it). `idx` is PhaseRowIndex's.
+/// the last row when hi reaches it). `idx` is PhaseRowIndex's. With `pads_filled`, the dwords
+/// that are padding in every image (the pad rows and columns, and past the last row) already
+/// hold the pad: an earlier call on this buffer, for the same convolution, wrote them (every
+/// one of them, whatever its [lo, hi)); they are then not written again.
 QCC_VNNI void FillPhasePlanes(const QConvParams& p, const PhasePlanes& g, const uint8_t* idx,
-                              const int8_t* x, uint32_t* buf, int64_t lo, int64_t hi);
+                              const int8_t* x, uint32_t* buf, int64_t lo, int64_t hi,
+                              bool pads_filled);
 
 }  // namespace qcc::cpu::internal
 

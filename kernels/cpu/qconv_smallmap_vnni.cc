@@ -206,8 +206,9 @@ QCC_VNNI void SmallMapUnits(const SmallMapContext& ctx, int64_t begin, int64_t e
     const int64_t n = u / (g.chunks * g.blocks), chunk = u / g.blocks % g.chunks;
     const int64_t blk = u % g.blocks;
     if (n != loaded) {
+      // The padding as the thread's first image of the call left it.
       FillPhasePlanes(p, g, ctx.idx, p.input + n * p.c * p.h * p.w,
-                      reinterpret_cast<uint32_t*>(planes), 0, g.plane);
+                      reinterpret_cast<uint32_t*>(planes), 0, g.plane, loaded >= 0);
       loaded = n;
     }
     const int64_t k0 = blk * g.block, kn = std::min(g.block, p.k - k0);

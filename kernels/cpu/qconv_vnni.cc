@@ -378,6 +378,7 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
   const bool block_major = g.k_blocks > 1 && g.taps == 1 && g.c4 <= 36;
   TileOut o = ConvTileOut(p, ctx.k, out_plane);
   TilePlace places[kGroupTiles];
+  bool pads_filled = false;  // by this thread's first image (FillPhasePlanes)
   for (int64_t u = begin; u < end;) {
     const int64_t image = u / g.tiles, tile = u % g.tiles;
     const int64_t n = image / p.group, grp = image % p.group;
@@ -388,7 +389,9 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
     const int64_t last = image_end - 1 - image * g.tiles;
     FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
                     ctx.windows[TileWindow(g, tile)].v,
-                    ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset);
+                    ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset,
+                    pads_filled);
+    pads_filled = true;
     for (int64_t t0 = tile; t0 <= last; t0 += kGroupTiles) {
       const int64_t count = std::min(kGroupTiles, last + 1 - t0);
       for (int64_t i = 0; i < count; ++i) places[i] = TilePlaceOf(g, ctx.windows, t0 + i);
@@ -552,7 +555,7 @@ QCC_AMX void AmxUnits(const AmxContext& ctx, int64_t begin, int64_t end, int thr
     const int64_t last = image_end - 1 - image * g.blocks;
     FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w,
                     reinterpret_cast<uint32_t*>(buf), first * kAmxPositions,
-                    (last + 1) * kAmxPositions + g.max_offset);
+                    (last + 1) * kAmxPositions + g.max_offset, /*pads_filled=*/false);
     for (int64_t b = first; b <= last; ++b) {
       const int64_t v0 = b * kAmxPositions, lanes = std::min(kAmxPositions, g.v - v0);
       const uint64_t valid = ValidLanes(g, v0, lanes);
