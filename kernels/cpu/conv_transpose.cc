@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/nn_parallel.h"
 
@@ -37,12 +38,25 @@ void Col2imRow(const ConvF32Params& p, const float* src, int64_t kz, int64_t ky,
 
 }  // namespace
 
+namespace {
+
+bool RunsUpsample2x(const ConvF32Params& fwd) {
+  return Cpu().avx512f && internal::ConvTransposeUpsample2xApplies(fwd);
+}
+
+}  // namespace
+
 int64_t ConvTransposeF32WorkspaceSize(const ConvF32Params& fwd) {
+  if (RunsUpsample2x(fwd)) return 0;
   return fwd.in_channels / fwd.groups * fwd.kernel_size() * fwd.out_size();
 }
 
 void ConvTransposeF32Col2im(const ConvF32Params& fwd, const float* x, const float* w,
                             const float* bias, float* y, float* workspace) {
+  if (RunsUpsample2x(fwd)) {
+    internal::ConvTransposeUpsample2xAvx512(fwd, x, w, bias, y);
+    return;
+  }
   const int64_t m_total = fwd.in_channels, c_total = fwd.out_channels;
   const int64_t mg = m_total / fwd.groups, cg = c_total / fwd.groups;
   const int64_t kvol = fwd.kernel_size();

@@ -73,6 +73,13 @@ TEST(NnConvTransposeTest, MatchesNaiveScatter) {
       {"depthwise", 1, 4, 4, 4, {5, 5}, {4, 4}, {2, 2}, {}, {1, 1, 1, 1}},
       {"convtranspose1d", 2, 3, 2, 1, {5}, {3}, {2}},
       {"convtranspose3d", 1, 2, 3, 1, {3, 4, 2}, {2, 3, 3}, {2, 1, 2}, {}, {0, 1, 1, 1, 0, 0}},
+      // The 2x upsampling of decoders (2x2, stride 2, no pads; AVX-512 runs it direct): rows of
+      // 32 + 5 and 3 columns (masked tails), batch 2, with and without bias; and with output
+      // padding or a pad, which take the general path.
+      {"upsample2x", 2, 24, 5, 1, {3, 37}, {2, 2}, {2, 2}},
+      {"upsample2x_narrow_no_bias", 1, 3, 2, 1, {4, 3}, {2, 2}, {2, 2}, {}, {}, {}, false},
+      {"upsample2x_output_padding", 1, 4, 3, 1, {3, 5}, {2, 2}, {2, 2}, {}, {}, {1, 1}},
+      {"upsample2x_pads", 1, 4, 3, 1, {3, 5}, {2, 2}, {2, 2}, {}, {1, 0, 0, 1}},
   };
   for (const Case& cc : cases) {
     SCOPED_TRACE(cc.name);
