@@ -46,6 +46,37 @@ inline void GatherRowBytes(const uint8_t* in, const int64_t* offs, int64_t n, si
   }
 }
 
+/// Each of the first (n + 1) / 2 elements of `in` twice, to n elements of `out` (a nearest 2x
+/// upsampling's row). Through an integer twice T's width, x * (2^bits + 1) holding x in both
+/// halves, so that the loop vectorizes (a widening multiply, where element pairs would need a
+/// shuffle); T is uint8_t, uint16_t or uint32_t.
+template <typename T, typename Wide>
+void RepeatRow2(const uint8_t* in, int64_t n, uint8_t* out) {
+  static_assert(sizeof(Wide) == 2 * sizeof(T));
+  constexpr Wide kBoth = (Wide{1} << (8 * sizeof(T))) + 1;
+  const T* src = reinterpret_cast<const T*>(in);
+  Wide* dst = reinterpret_cast<Wide*>(out);
+  const int64_t pairs = n / 2;
+  for (int64_t i = 0; i < pairs; ++i) dst[i] = static_cast<Wide>(src[i]) * kBoth;
+  if (n % 2 != 0) std::memcpy(out + (n - 1) * sizeof(T), src + pairs, sizeof(T));
+}
+
+/// RepeatRow2 for any element size.
+inline void RepeatRow2Bytes(const uint8_t* in, int64_t n, size_t elem_size, uint8_t* out) {
+  switch (elem_size) {
+    case 1:
+      return RepeatRow2<uint8_t, uint16_t>(in, n, out);
+    case 2:
+      return RepeatRow2<uint16_t, uint32_t>(in, n, out);
+    case 4:
+      return RepeatRow2<uint32_t, uint64_t>(in, n, out);
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * elem_size, in + i / 2 * elem_size, elem_size);
+      }
+  }
+}
+
 /// Copies n elements of type T lying `stride` elements apart (a same-sized stand-in for any
 /// dtype).
 template <typename T>
@@ -151,8 +182,9 @@ inline void FillRowBytes(uint8_t* out, int64_t n, size_t elem_size, const uint8_
 }
 
 /// How the innermost axis of an IndexedCopy reads its row: one contiguous run (memcpy), an
-/// evenly strided run without fill, or per-element offsets (anything else).
-enum class RowKind { kContiguous, kStrided, kGather };
+/// evenly strided run without fill, each of a contiguous run's elements twice (a nearest 2x
+/// Resize), or per-element offsets (anything else).
+enum class RowKind { kContiguous, kStrided, kRepeat2, kGather };
 
 /// IndexedCopy past its merged runs: the output in rows of the innermost axis. The axis before
 /// it (the "middle" one) runs as an inner loop over its offsets, so a row costs an offset add
@@ -177,6 +209,8 @@ inline void CopyRow(const RowsPlan& pl, size_t elem_size, const uint8_t* row_in,
       return;
     case RowKind::kStrided:
       return StridedRowBytes(row_in + pl.offs.back()[0], pl.elem_stride, pl.n, elem_size, out);
+    case RowKind::kRepeat2:
+      return RepeatRow2Bytes(row_in + pl.offs.back()[0], pl.n, elem_size, out);
     case RowKind::kGather:
       return GatherRowBytes(row_in, pl.offs.back().data(), pl.n, elem_size, fill, out);
   }
@@ -208,11 +242,16 @@ void CopyRows(const RowsPlan& pl, size_t elem_size, const uint8_t* src, const ui
       base += o;
     }
     const int64_t j_end = std::min<int64_t>(pl.mid_count, r_end - group * pl.mid_count);
-    for (int64_t j = r - group * pl.mid_count; j < j_end; ++j, ++r) {
+    const int64_t j_begin = r - group * pl.mid_count;
+    for (int64_t j = j_begin; j < j_end; ++j, ++r) {
       const int64_t o = mid != nullptr ? (*mid)[j] : 0;
       uint8_t* row = dst + r * row_bytes;
       if (!valid || o < 0) {
         FillRowBytes(row, pl.n, elem_size, fill);
+      } else if (mid != nullptr && j > j_begin && (*mid)[j - 1] == o) {
+        // The source row the previous output row came from (a nearest upsampling's repeated
+        // rows): that output row, contiguous, rather than the row's gather again.
+        std::memcpy(row, row - row_bytes, row_bytes);
       } else {
         CopyRow(pl, elem_size, src + base + o, fill, row);
       }
@@ -245,7 +284,13 @@ void RowsCopy(absl::Span<const CopyAxis> axes, size_t elem_size, const uint8_t* 
     strided = last.source[i] >= 0 && last.source[i] == last.source[0] + i * stride;
   }
   const bool contiguous = strided && (pl.n == 1 || last.in_stride * stride == 1);
-  pl.kind = contiguous ? RowKind::kContiguous : strided ? RowKind::kStrided : RowKind::kGather;
+  // Each element of a contiguous run twice: source[i] = source[0] + i / 2.
+  bool repeat2 = !strided && last.in_stride == 1 && last.source[0] >= 0;
+  for (int64_t i = 1; repeat2 && i < pl.n; ++i) repeat2 = last.source[i] == last.source[0] + i / 2;
+  pl.kind = contiguous ? RowKind::kContiguous
+            : strided  ? RowKind::kStrided
+            : repeat2  ? RowKind::kRepeat2
+                       : RowKind::kGather;
   pl.elem_stride = strided ? last.in_stride * stride : 0;
   // The innermost axis's offsets: all of them for a gather, else its first (where a row starts).
   const int64_t last_step = last.in_stride * static_cast<int64_t>(elem_size);

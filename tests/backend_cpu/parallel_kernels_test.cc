@@ -263,6 +263,40 @@ TEST(ParallelKernelsTest, IndexedCopySlicesPadsAndTransposesAtEveryThreadCount) 
   }
 }
 
+TEST(ParallelKernelsTest, IndexedCopyRepeatsRowsAndColumnsForANearest2xResize) {
+  // A nearest 2x Resize of [C, H, W] (ppocr-det-v3's upsampling): every column and every row of
+  // the input twice, with odd output widths and heights (the last one once), for elements of 1
+  // to 8 bytes and 3 (the byte-by-byte route), at 1 to 3 threads.
+  for (const size_t elem : {1, 2, 3, 4, 8}) {
+    for (const Dims& out_dims : {Dims{5, 34, 70}, Dims{3, 9, 37}, Dims{2, 1, 1}}) {
+      const Dims in_dims{out_dims[0], (out_dims[1] + 1) / 2, (out_dims[2] + 1) / 2};
+      std::vector<uint8_t> in(NumElements(in_dims) * elem);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 37 + i / 7);
+      std::vector<CopyAxis> axes = {IdentityAxis(in_dims[0], in_dims[1] * in_dims[2]), CopyAxis{},
+                                    CopyAxis{}};
+      axes[1].in_stride = in_dims[2];
+      for (int64_t y = 0; y < out_dims[1]; ++y) axes[1].source.push_back(y / 2);
+      axes[2].in_stride = 1;
+      for (int64_t x = 0; x < out_dims[2]; ++x) axes[2].source.push_back(x / 2);
+      std::vector<uint8_t> ref;
+      for (int64_t c = 0; c < out_dims[0]; ++c) {
+        for (int64_t y = 0; y < out_dims[1]; ++y) {
+          for (int64_t x = 0; x < out_dims[2]; ++x) {
+            const size_t at = ((c * in_dims[1] + y / 2) * in_dims[2] + x / 2) * elem;
+            ref.insert(ref.end(), in.begin() + at, in.begin() + at + elem);
+          }
+        }
+      }
+      for (int threads : {1, 2, 3}) {
+        std::vector<uint8_t> out(ref.size(), 0xa5);
+        IndexedCopy(axes, elem, in.data(), nullptr, out.data(), threads);
+        EXPECT_TRUE(SameBits(out, ref)) << elem << "-byte elements, out " << out_dims[1] << "x"
+                                        << out_dims[2] << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 /// IndexedCopy's contract, one output element at a time: out[o] = in[sum_k source_k[o_k] *
 /// in_stride_k], or `fill` where any source is negative.
 template <typename T>
