@@ -2,8 +2,10 @@
 """qcc against ONNX Runtime on five image models: int8 accuracy, calibration cost and speed.
 
 (And minilm-l6-v2, the transformer, through bench/transformer_vs_ort.py: speed at batch 8 x 128
-tokens and retrieval accuracy; its section of docs/benchmarks.md is kept when a run leaves it
-out, and a run of only it keeps the image models' part.)
+tokens and retrieval accuracy; and ppocr-det-v3, the text detector, through
+bench/detector_vs_ort.py: speed only, batch 1 at 640x640 and 320x320 and batch 32 at 320x320.
+Their sections of docs/benchmarks.md are kept when a run leaves them out, and a run of only them
+keeps the image models' part.)
 
 For mnist-8, resnet20-cifar10, squeezenet1.1, ppocr-cls-mbv3 and efficientnet-lite0, on the same
 calibration images and the same evaluation images of ../shared/data:
@@ -35,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from calib_vs_ort import cpu_name, measure  # noqa: E402
 
 import ort_side  # noqa: E402
+import detector_vs_ort  # noqa: E402
 import transformer_vs_ort  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -396,8 +399,9 @@ def main():
     parser.add_argument("--build", default=os.environ.get("QCC_BUILD_DIR", "build"))
     parser.add_argument("--shared", default=os.environ.get(
         "QCC_SHARED_DIR", os.path.join(REPO, "..", "shared")))
-    parser.add_argument("--models", nargs="+", choices=list(MODELS) + [transformer_vs_ort.MODEL],
-                        default=list(MODELS) + [transformer_vs_ort.MODEL])
+    extra = [transformer_vs_ort.MODEL, detector_vs_ort.MODEL]
+    parser.add_argument("--models", nargs="+", choices=list(MODELS) + extra,
+                        default=list(MODELS) + extra)
     parser.add_argument("--quick", action="store_true",
                         help="1/5 of the calibration and evaluation images, fewer timing runs")
     parser.add_argument("--repeats", type=int, default=None,
@@ -438,6 +442,9 @@ def main():
         results["transformers"] = transformer_vs_ort.run(
             qcc, args.shared, os.path.join(work, transformer_vs_ort.MODEL), args.quick,
             args.repeats)
+    if detector_vs_ort.MODEL in args.models:
+        results["detector"] = detector_vs_ort.run(
+            qcc, args.shared, os.path.join(work, detector_vs_ort.MODEL), args.quick, args.repeats)
     results["meta"]["seconds"] = time.time() - start
     path = os.path.join(work, "results.json")
     with open(path, "w") as f:

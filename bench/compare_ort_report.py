@@ -213,6 +213,9 @@ def svg(results):
 # Where the transformer section (bench/transformer_vs_ort.py) starts in benchmarks.md.
 TRANSFORMERS_MARK = "<!-- transformers: bench/transformer_vs_ort.py -->"
 
+# Where the detector section (bench/detector_vs_ort.py) starts, after the transformer one.
+DETECTOR_MARK = "<!-- detector: bench/detector_vs_ort.py -->"
+
 
 # Where the GPU section (written by hand from a scripts/gpu-check run on a GPU machine) starts:
 # compare-ort runs on the CPU and always keeps it.
@@ -275,9 +278,11 @@ def full_markdown(results, old=""):
     """benchmarks.md: the image models' part, the notes written by hand, the transformer section
     and the GPU section; the notes and the GPU section are kept from `old` (the file as it was),
     and so is a part this run did not measure."""
+    import detector_vs_ort  # noqa: PLC0415
     import transformer_vs_ort  # noqa: PLC0415
 
     old, _, old_gpu = old.partition(GPU_MARK)
+    old, _, old_detector = old.partition(DETECTOR_MARK)
     old, _, old_transformers = old.partition(TRANSFORMERS_MARK)
     old_images, _, old_notes = old.partition(NOTES_MARK)
     images = markdown(results) if results["models"] else old_images.rstrip("\n") + "\n"
@@ -286,6 +291,9 @@ def full_markdown(results, old=""):
     transformers = (transformer_vs_ort.markdown(results["transformers"])
                     if "transformers" in results else old_transformers.strip("\n") + "\n")
     text += f"\n{TRANSFORMERS_MARK}\n{transformers}" if transformers.strip() else ""
+    detector = (detector_vs_ort.markdown(results["detector"])
+                if "detector" in results else old_detector.strip("\n") + "\n")
+    text += f"\n{DETECTOR_MARK}\n{detector}" if detector.strip() else ""
     gpu = old_gpu.strip("\n")
     return text + (f"\n{GPU_MARK}\n{gpu}\n" if gpu else "")
 

@@ -28,20 +28,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import run_checked, standalone_main  # noqa: E402
 from calib_vs_ort import cpu_name  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "transformer_vs_ort"
 MODEL = "minilm-l6-v2"
 BATCH = 8
-
-
-def run_checked(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd)}` failed ({proc.returncode}): "
-                           + " | ".join(proc.stderr.strip().splitlines()[-4:]))
-    return proc.stdout
 
 
 # ---- The ORT side, one step per process (`ort quantize|time|embed ...`). ----
@@ -244,20 +237,8 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "ort":
         ort_main(sys.argv[2:])
         return
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--build", default=os.environ.get("QCC_BUILD_DIR", "build"))
-    p.add_argument("--shared", default=os.environ.get(
-        "QCC_SHARED_DIR", os.path.join(REPO, "..", "shared")))
-    p.add_argument("--quick", action="store_true", help="one process, 3 runs, no accuracy")
-    p.add_argument("--workdir", help="default BUILD/transformer-vs-ort")
-    args = p.parse_args()
-    build = args.build if os.path.isabs(args.build) else os.path.join(REPO, args.build)
-    qcc = os.path.join(build, "bin", "qcc")
-    work = args.workdir or os.path.join(build, "transformer-vs-ort")
-    r = run(qcc, os.path.abspath(args.shared), work, args.quick)
-    with open(os.path.join(work, "results.json"), "w") as f:
-        json.dump(r, f, indent=1)
-    print(markdown(r))
+    standalone_main(__doc__.splitlines()[0], run, markdown, "transformer-vs-ort",
+                    "one process, 3 runs, no accuracy")
 
 
 if __name__ == "__main__":
