@@ -79,7 +79,8 @@ int64_t DirectWindows(const PhasePlanes& g, Window* windows) {
     if (windows != nullptr) {
       windows[n].v = static_cast<int32_t>(v);
       windows[n].out = static_cast<int32_t>(row * g.ow + col);
-      windows[n].valid = static_cast<uint32_t>(ValidLanesAt(g, col, std::min<int64_t>(16, g.v - v)));
+      windows[n].valid =
+          static_cast<uint32_t>(ValidLanesAt(g, col, std::min<int64_t>(16, g.v - v)));
       windows[n].unused = 0;
     }
     for (col += 16; col >= g.phase_w; col -= g.phase_w) ++row;
@@ -135,7 +136,7 @@ struct DirectContext {
   const int64_t* tap_offset;  // bytes from a tile's base to its (tap, quad 0) data
   uint8_t* buffers;           // g.image_bytes per thread
   PlaneConstants k;
-  const int32_t* init;     // bias + correction per output channel, then kMr zeros
+  const int32_t* init;    // bias + correction per output channel, then kMr zeros
   const Window* windows;  // DirectWindows'
 };
 
@@ -389,8 +390,7 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
     const int64_t last = image_end - 1 - image * g.tiles;
     FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
                     ctx.windows[TileWindow(g, tile)].v,
-                    ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset,
-                    pads_filled);
+                    ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset, pads_filled);
     pads_filled = true;
     for (int64_t t0 = tile; t0 <= last; t0 += kGroupTiles) {
       const int64_t count = std::min(kGroupTiles, last + 1 - t0);
