@@ -255,6 +255,10 @@ const std::vector<Geometry>& Geometries() {
       {1, 20, 9, 12, 20, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 20},   // stride (2, 1): two row phases
       {1, 17, 7, 7, 17, 3, 3, 1, 1, 0, 1, 1, 0, 1, 1, 17},    // asymmetric pads, a 1-channel block
       {1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16},    // dilation (2, 1)
+      // Tall narrow maps on the per-plane kernel (past the channel-blocked one's 16 x 16):
+      // folded rows, 6 and 7 wide.
+      {1, 8, 41, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},      // 41 x 6: fold 2
+      {1, 5, 70, 13, 5, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 5},     // 5x5 stride 2: 35 x 7
       {3, 32, 5, 6, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 32},    // 7x7 stride 2 (tap quads 2), batch 3
       // The VNNI pointwise kernel (1x1 on maps of <= 64 positions, output channels in lanes):
       // blocks of 48 channels with tails, tiles of 7 positions with tails, odd C.
