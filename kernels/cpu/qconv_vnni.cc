@@ -138,6 +138,8 @@ struct DirectContext {
   PlaneConstants k;
   const int32_t* init;    // bias + correction per output channel, then kMr zeros
   const Window* windows;  // DirectWindows'
+  int64_t slices;         // DirectSlices
+  int64_t slice_blocks;   // blocks of 8 output channels per slice (the last may have fewer)
 };
 
 /// Where and how a register tile's results go.
@@ -360,8 +362,10 @@ TilePlace TilePlaceOf(const DirectGeometry& g, const Window* windows, int64_t t)
 /// 112 x 112 at batch 32, 1 thread: groups of 32 tiles 8.5 ms, 128 7.6, 256 7.2, 512 7.1).
 constexpr int64_t kGroupTiles = 256;
 
-/// Units [begin, end) of the direct path: unit = (image * group + group index) * tiles + tile.
-/// The units of an image go in groups of up to kGroupTiles tiles. A 1x1 conv of up to 144
+/// Units [begin, end) of the direct path: unit = ((image * group + group index) * slices +
+/// slice) * tiles + tile, where a slice is a range of ctx.slice_blocks blocks of 8 output
+/// channels (DirectSlices; all of them but at batch 1). The units of an image go in groups of
+/// up to kGroupTiles tiles. A 1x1 conv of up to 144
 /// channels with several blocks of 8 output channels runs a group block-major (every tile for 8
 /// channels, then the next 8): its stores then go to 8 output rows at a time, sequentially, where
 /// tile-major order kept K rows open with 48 bytes written to each per tile, which cost
@@ -380,18 +384,28 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
   TileOut o = ConvTileOut(p, ctx.k, out_plane);
   TilePlace places[kGroupTiles];
   bool pads_filled = false;  // by this thread's first image (FillPhasePlanes)
+  // The image and tiles this thread's buffer holds: a later slice of them is not rewritten.
+  int64_t filled_image = -1, filled_first = 0, filled_last = -1;
   for (int64_t u = begin; u < end;) {
-    const int64_t image = u / g.tiles, tile = u % g.tiles;
+    const int64_t image_slice = u / g.tiles, tile = u % g.tiles;
+    const int64_t image = image_slice / ctx.slices, slice = image_slice % ctx.slices;
     const int64_t n = image / p.group, grp = image % p.group;
+    const int64_t kb_begin = slice * ctx.slice_blocks;
+    const int64_t kb_end = std::min(g.k_blocks, kb_begin + ctx.slice_blocks);
     // Only the part of the image this thread's tiles of it read (all of it unless the image is
-    // split among threads, as at batch 1): from its first tile's first position to its last
-    // tile's last lane plus the farthest tap.
-    const int64_t image_end = std::min(end, (image + 1) * g.tiles);
-    const int64_t last = image_end - 1 - image * g.tiles;
-    FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
-                    ctx.windows[TileWindow(g, tile)].v,
-                    ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset, pads_filled);
-    pads_filled = true;
+    // split among threads by positions, as at batch 1): from its first tile's first position to
+    // its last tile's last lane plus the farthest tap.
+    const int64_t slice_end = std::min(end, (image_slice + 1) * g.tiles);
+    const int64_t last = slice_end - 1 - image_slice * g.tiles;
+    if (image != filled_image || tile < filled_first || last > filled_last) {
+      FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
+                      ctx.windows[TileWindow(g, tile)].v,
+                      ctx.windows[TileWindow(g, last + 1) - 1].v + 16 + g.max_offset, pads_filled);
+      pads_filled = true;
+      filled_image = image;
+      filled_first = tile;
+      filled_last = last;
+    }
     for (int64_t t0 = tile; t0 <= last; t0 += kGroupTiles) {
       const int64_t count = std::min(kGroupTiles, last + 1 - t0);
       for (int64_t i = 0; i < count; ++i) places[i] = TilePlaceOf(g, ctx.windows, t0 + i);
@@ -411,17 +425,40 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
                           ctx.tap_offset, g.taps, g.c4, g.plane * 4, o);
       };
       if (block_major) {
-        for (int64_t kb = 0; kb < g.k_blocks; ++kb) {
+        for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
           for (int64_t i = 0; i < count; ++i) run(places[i], kb);
         }
       } else {
         for (int64_t i = 0; i < count; ++i) {
-          for (int64_t kb = 0; kb < g.k_blocks; ++kb) run(places[i], kb);
+          for (int64_t kb = kb_begin; kb < kb_end; ++kb) run(places[i], kb);
         }
       }
     }
-    u = image_end;
+    u = slice_end;
   }
+}
+
+/// What rewriting one byte of input into the phase planes costs, in multiply-adds of the tiles
+/// (about 1/8 cycle a byte against 64 multiply-adds a cycle).
+constexpr int64_t kFillCost = 8;
+
+/// Slices of output channels per image for the direct path: 1 (threads split an image's tiles)
+/// unless the batch is one image of one group and splitting its blocks of 8 output channels
+/// among the threads leaves the largest piece less work than splitting its tiles, though each
+/// thread then rewrites the whole image; then one slice per thread. efficientnet-lite0's 1x1
+/// convs on 14 x 14 have 5 tiles (3 + 2 on 2 threads) and 10 to 84 blocks.
+int64_t DirectSlices(const QConvParams& p, const DirectGeometry& g) {
+  const int64_t t = p.num_threads;
+  if (p.n * p.group != 1 || t < 2 || g.k_blocks < t) return 1;
+  // The largest piece's work either way, in multiply-adds: by tiles, it computes and rewrites
+  // its share of the positions; by slices, its share of the output channels at every position,
+  // having rewritten the whole image.
+  const double compute = static_cast<double>(g.windows * 16 * g.kg * g.cg * g.taps);
+  const double fill = static_cast<double>(kFillCost * g.image_bytes);
+  const auto share = [t](int64_t units) {
+    return static_cast<double>(CeilDiv(units, t)) / static_cast<double>(units);
+  };
+  return share(g.k_blocks) * compute + fill < share(g.tiles) * (compute + fill) ? t : 1;
 }
 
 /// The direct path's accumulator starts in its workspace, after the tap offsets: K, then kMr
@@ -447,9 +484,11 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
   ctx.windows = windows;
   ctx.buffers = reinterpret_cast<uint8_t*>(init) + DirectInitBytes(p, g);
   PreparePlaneConstants(p, &ctx.k);
-  const int64_t cost = kTileLanes * g.kg * g.cg * g.taps;
+  ctx.slices = DirectSlices(p, g);
+  ctx.slice_blocks = CeilDiv(g.k_blocks, ctx.slices);
+  const int64_t cost = kTileLanes * CeilDiv(g.kg, ctx.slices) * g.cg * g.taps;
   NnParallelFor(
-      p.num_threads, p.n * p.group * g.tiles, cost,
+      p.num_threads, p.n * p.group * ctx.slices * g.tiles, cost,
       [&ctx](int64_t begin, int64_t end, int thread) { DirectUnits(ctx, begin, end, thread); });
 }
 
@@ -658,6 +697,8 @@ void PackQConvAmx(const QConvParams& p, PackedQConvWeights* w) {
 }
 
 }  // namespace
+
+int64_t QConvDirectSlices(const QConvParams& p) { return DirectSlices(p, DirectGeometryOf(p)); }
 
 bool QConvAmxTakes(const QConvParams& p) {
   return !QConvDepthwiseVnniFits(p) && p.c / p.group >= 32;

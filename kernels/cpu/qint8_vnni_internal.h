@@ -253,6 +253,9 @@ int64_t QConvDepthwiseVnniThreadBytes(const QConvParams& p);
 /// Fills w's depthwise VNNI layout from p.weights (QConvDepthwiseVnniFits(p)): the per-plane
 /// kernel's weights, then (when C == K) the channel-blocked kernel's.
 void PackQConvDepthwiseVnni(const QConvParams& p, PackedQConvWeights* w);
+/// How many slices of output channels the VNNI direct path splits one image into for
+/// p.num_threads threads (1: the threads split its positions); see DirectSlices.
+int64_t QConvDirectSlices(const QConvParams& p);
 /// True when QConvDepthwiseVnni runs the channel-blocked kernel (qconv_depthwise_blocked_vnni.cc)
 /// for `p`: one output per channel, dilation_w 1, small maps.
 bool QConvDepthwiseBlockedRuns(const QConvParams& p);

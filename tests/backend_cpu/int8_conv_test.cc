@@ -257,9 +257,9 @@ const std::vector<Geometry>& Geometries() {
       {1, 16, 9, 9, 16, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 16},    // dilation (2, 1)
       // Tall narrow maps on the per-plane kernel (past the channel-blocked one's 16 x 16):
       // folded rows, 6 and 7 wide.
-      {1, 8, 41, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},      // 41 x 6: fold 2
-      {1, 5, 70, 13, 5, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 5},     // 5x5 stride 2: 35 x 7
-      {3, 32, 5, 6, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 32},    // 7x7 stride 2 (tap quads 2), batch 3
+      {1, 8, 41, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},    // 41 x 6: fold 2
+      {1, 5, 70, 13, 5, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 5},   // 5x5 stride 2: 35 x 7
+      {3, 32, 5, 6, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 32},  // 7x7 stride 2 (tap quads 2), batch 3
       // The VNNI pointwise kernel (1x1 on maps of <= 64 positions, output channels in lanes):
       // blocks of 48 channels with tails, tiles of 7 positions with tails, odd C.
       {2, 24, 8, 8, 100, 1, 1},  // 64 positions, K = 48 + 48 + 4
@@ -280,6 +280,13 @@ const std::vector<Geometry>& Geometries() {
       // phase planes have lanes that are no output.
       {2, 16, 120, 110, 20, 1, 1},
       {2, 20, 31, 33, 40, 1, 1, 2, 2},
+      // The direct path's slices of output channels at batch 1 (QConvDirectSlices): a 1x1 on
+      // 14 x 14 (5 tiles; 10 blocks, the last partial), a padded 3x3 on 27 x 27 (17 tiles, 16
+      // blocks), and a strided 1x1 of one tile too small to split, so that one thread runs
+      // both slices on the image it rewrote once.
+      {1, 24, 14, 14, 76, 1, 1},
+      {1, 32, 27, 27, 128, 3, 3, 1, 1, 1, 1, 1, 1},
+      {1, 4, 9, 9, 24, 1, 1, 2, 2},
       // The AMX path (C/group >= 32, not depthwise): quads in equal chunks of <= 16 with the
       // last chunk reading past C/group (68 channels: 2 chunks of 9 quads for 17; 140: 3 of 12
       // for 35), over several phases (stride 2) and at the buffer's end; groups; dilation; K in
@@ -395,6 +402,33 @@ TEST(Int8ConvTest, DepthwiseBlockedRunsOnSmallMaps) {
   EXPECT_FALSE(blocked({1, 144, 56, 56, 144, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 144}));
   EXPECT_FALSE(blocked({1, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16}));
   EXPECT_FALSE(blocked({1, 16, 9, 9, 16, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, 16}));
+}
+
+// How the VNNI direct path splits one image among threads (a pure function of the shape and
+// thread count, so checked on any CPU): by slices of output channels where its tiles divide
+// unevenly and rewriting the whole image per thread costs less than the imbalance.
+TEST(Int8ConvTest, DirectPathSlicesOutputChannelsOfOneImage) {
+  const auto slices = [](const Geometry& g, int threads) {
+    Conv conv(g);
+    conv.p.num_threads = threads;
+    return internal::QConvDirectSlices(conv.p);
+  };
+  // efficientnet-lite0's 1x1 convs on 14 x 14: 5 tiles.
+  EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 480, 14, 14, 80, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1}, 3), 3);
+  EXPECT_EQ(slices({1, 24, 14, 14, 76, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 32, 27, 27, 128, 3, 3, 1, 1, 1, 1, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 4, 9, 9, 24, 1, 1, 2, 2}, 2), 2);
+  // One thread, several images, groups, fewer blocks than threads: never.
+  EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1}, 1), 1);
+  EXPECT_EQ(slices({2, 80, 14, 14, 480, 1, 1}, 2), 1);
+  EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2}, 2), 1);
+  EXPECT_EQ(slices({1, 80, 14, 14, 8, 1, 1}, 2), 1);
+  // Tiles that divide evenly (66 on 56 x 56), and a stem whose 3 channels cost more to rewrite
+  // twice than its 259 tiles' odd one out.
+  EXPECT_EQ(slices({1, 24, 56, 56, 144, 1, 1}, 2), 1);
+  EXPECT_EQ(slices({1, 3, 224, 224, 64, 3, 3, 2, 2}, 2), 1);
 }
 
 TEST(Int8ConvFastTest, BitIdenticalToReferenceOnRandomData) {
