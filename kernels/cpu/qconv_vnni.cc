@@ -441,24 +441,36 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
 /// What rewriting one byte of input into the phase planes costs, in multiply-adds of the tiles
 /// (about 1/8 cycle a byte against 64 multiply-adds a cycle).
 constexpr int64_t kFillCost = 8;
+/// What splitting an output plane between two threads costs, in multiply-adds: each writes
+/// lines near the other's (its half ends where the other's begins, and the next plane's first
+/// half follows the second), and the cores' prefetchers then pull lines the other is writing.
+/// Measured on 2 vCPUs (Zen 4), two threads writing halves of each of 144 planes of 3136 bytes
+/// took 31-39 us where writing 72 whole planes each took 4.4-5.3 us (8.3 us on one thread);
+/// 4000 puts the 1x1 convs below on the side they measured faster.
+constexpr int64_t kSplitPlaneCost = 4000;
 
-/// Slices of output channels per image for the direct path: 1 (threads split an image's tiles)
-/// unless the batch is one image of one group and splitting its blocks of 8 output channels
-/// among the threads leaves the largest piece less work than splitting its tiles, though each
-/// thread then rewrites the whole image; then one slice per thread. efficientnet-lite0's 1x1
-/// convs on 14 x 14 have 5 tiles (3 + 2 on 2 threads) and 10 to 84 blocks.
+/// Slices of output channels per image for the direct path: 1 (threads split an image's tiles,
+/// which is its positions) unless the batch is one image of one group, the conv is 1x1, and
+/// splitting its blocks of 8 output channels among the threads leaves the largest piece less
+/// work, counting that each thread then rewrites the whole image while a split by positions
+/// pays kSplitPlaneCost per output channel; then one slice per thread. Minimum of 3 processes,
+/// batch 1, 2 threads, us, tiles against slices: 16 -> 64 on 55 x 55 24.6 / 16.3, 24 -> 144 on
+/// 56 x 56 49.8 / 44.7, 16 -> 96 on 112 x 112 93.9 / 92.3, 144 -> 24 on 56 x 56 33.0 / 45.3,
+/// 240 -> 40 on 28 x 28 20.8 / 25.1; efficientnet-lite0's 1x1 convs on 14 x 14 have 5 tiles
+/// (3 + 2 on 2 threads) and 10 to 84 blocks. Not 3x3 convs, whose tiles run tile-major and
+/// read their inputs once for all of their blocks: 16 -> 64 on 55 x 55 71.7 / 76.6.
 int64_t DirectSlices(const QConvParams& p, const DirectGeometry& g) {
   const int64_t t = p.num_threads;
-  if (p.n * p.group != 1 || t < 2 || g.k_blocks < t) return 1;
-  // The largest piece's work either way, in multiply-adds: by tiles, it computes and rewrites
-  // its share of the positions; by slices, its share of the output channels at every position,
-  // having rewritten the whole image.
-  const double compute = static_cast<double>(g.windows * 16 * g.kg * g.cg * g.taps);
+  if (p.n * p.group != 1 || t < 2 || g.k_blocks < t || g.taps != 1) return 1;
+  // The largest piece's work either way, in multiply-adds.
+  const double compute = static_cast<double>(g.windows * 16 * g.kg * g.cg);
   const double fill = static_cast<double>(kFillCost * g.image_bytes);
   const auto share = [t](int64_t units) {
     return static_cast<double>(CeilDiv(units, t)) / static_cast<double>(units);
   };
-  return share(g.k_blocks) * compute + fill < share(g.tiles) * (compute + fill) ? t : 1;
+  const double by_tiles = share(g.tiles) * (compute + fill) + kSplitPlaneCost * g.kg;
+  const double by_slices = share(g.k_blocks) * compute + fill;
+  return by_slices < by_tiles ? t : 1;
 }
 
 /// The direct path's accumulator starts in its workspace, after the tap offsets: K, then kMr

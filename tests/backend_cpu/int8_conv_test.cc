@@ -281,11 +281,11 @@ const std::vector<Geometry>& Geometries() {
       {2, 16, 120, 110, 20, 1, 1},
       {2, 20, 31, 33, 40, 1, 1, 2, 2},
       // The direct path's slices of output channels at batch 1 (QConvDirectSlices): a 1x1 on
-      // 14 x 14 (5 tiles; 10 blocks, the last partial), a padded 3x3 on 27 x 27 (17 tiles, 16
-      // blocks), and a strided 1x1 of one tile too small to split, so that one thread runs
+      // 14 x 14 (5 tiles; 10 blocks, the last partial), an expanding 1x1 on 23 x 23 (12 tiles,
+      // 8 blocks), and a strided 1x1 of one tile too small to split, so that one thread runs
       // both slices on the image it rewrote once.
       {1, 24, 14, 14, 76, 1, 1},
-      {1, 32, 27, 27, 128, 3, 3, 1, 1, 1, 1, 1, 1},
+      {1, 16, 23, 23, 64, 1, 1},
       {1, 4, 9, 9, 24, 1, 1, 2, 2},
       // The AMX path (C/group >= 32, not depthwise): quads in equal chunks of <= 16 with the
       // last chunk reading past C/group (68 channels: 2 chunks of 9 quads for 17; 140: 3 of 12
@@ -405,8 +405,9 @@ TEST(Int8ConvTest, DepthwiseBlockedRunsOnSmallMaps) {
 }
 
 // How the VNNI direct path splits one image among threads (a pure function of the shape and
-// thread count, so checked on any CPU): by slices of output channels where its tiles divide
-// unevenly and rewriting the whole image per thread costs less than the imbalance.
+// thread count, so checked on any CPU): a 1x1 conv by slices of output channels where that
+// costs less than splitting each output plane by positions (rewriting the whole image per
+// thread against the imbalance of its tiles and the writes near the other thread's).
 TEST(Int8ConvTest, DirectPathSlicesOutputChannelsOfOneImage) {
   const auto slices = [](const Geometry& g, int threads) {
     Conv conv(g);
@@ -418,16 +419,20 @@ TEST(Int8ConvTest, DirectPathSlicesOutputChannelsOfOneImage) {
   EXPECT_EQ(slices({1, 480, 14, 14, 80, 1, 1}, 2), 2);
   EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1}, 3), 3);
   EXPECT_EQ(slices({1, 24, 14, 14, 76, 1, 1}, 2), 2);
-  EXPECT_EQ(slices({1, 32, 27, 27, 128, 3, 3, 1, 1, 1, 1, 1, 1}, 2), 2);
   EXPECT_EQ(slices({1, 4, 9, 9, 24, 1, 1, 2, 2}, 2), 2);
-  // One thread, several images, groups, fewer blocks than threads: never.
+  // Expanding 1x1s (squeezenet1.1's and efficientnet-lite0's); not the projections back.
+  EXPECT_EQ(slices({1, 16, 55, 55, 64, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 16, 23, 23, 64, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 24, 56, 56, 144, 1, 1}, 2), 2);
+  EXPECT_EQ(slices({1, 144, 56, 56, 24, 1, 1}, 2), 1);
+  EXPECT_EQ(slices({1, 240, 28, 28, 40, 1, 1}, 2), 1);
+  EXPECT_EQ(slices({1, 64, 55, 55, 16, 1, 1}, 2), 1);
+  // One thread, several images, groups, fewer blocks than threads, 3x3: never.
   EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1}, 1), 1);
   EXPECT_EQ(slices({2, 80, 14, 14, 480, 1, 1}, 2), 1);
   EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2}, 2), 1);
   EXPECT_EQ(slices({1, 80, 14, 14, 8, 1, 1}, 2), 1);
-  // Tiles that divide evenly (66 on 56 x 56), and a stem whose 3 channels cost more to rewrite
-  // twice than its 259 tiles' odd one out.
-  EXPECT_EQ(slices({1, 24, 56, 56, 144, 1, 1}, 2), 1);
+  EXPECT_EQ(slices({1, 16, 55, 55, 64, 3, 3, 1, 1, 1, 1, 1, 1}, 2), 1);
   EXPECT_EQ(slices({1, 3, 224, 224, 64, 3, 3, 2, 2}, 2), 1);
 }
 
