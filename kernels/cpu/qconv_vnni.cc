@@ -139,7 +139,7 @@ struct DirectContext {
   const int32_t* init;    // bias + correction per output channel, then kMr zeros
   const Window* windows;  // DirectWindows'
   int64_t slices;         // DirectSlices
-  int64_t slice_blocks;   // blocks of 8 output channels per slice (the last may have fewer)
+  int64_t slice_blocks;   // blocks of 8 output channels per slice (the last ones may have fewer)
 };
 
 /// Where and how a register tile's results go.
@@ -364,16 +364,16 @@ constexpr int64_t kGroupTiles = 256;
 
 /// Units [begin, end) of the direct path: unit = ((image * group + group index) * slices +
 /// slice) * tiles + tile, where a slice is a range of ctx.slice_blocks blocks of 8 output
-/// channels (DirectSlices; all of them but at batch 1). The units of an image go in groups of
-/// up to kGroupTiles tiles. A 1x1 conv of up to 144
-/// channels with several blocks of 8 output channels runs a group block-major (every tile for 8
-/// channels, then the next 8): its stores then go to 8 output rows at a time, sequentially, where
-/// tile-major order kept K rows open with 48 bytes written to each per tile, which cost
-/// efficientnet-lite0's 16 -> 96 channel 1x1 on 112 x 112 at batch 32 2.3x its batch-1 time per
-/// image (output lines evicted before they were filled). Its inputs, 4 bytes a channel quad per
-/// position, are then read once per block from L2. Everything else runs tile-major, each tile's
-/// inputs read from L1 for all its blocks (block-major made 3x3 convs of 3 to 16 channels 2-7%
-/// slower). Either order computes each (tile, block) with the same sums.
+/// channels (DirectSlices; one slice of all of them but at batch 1). The units of an image go
+/// in groups of up to kGroupTiles tiles. A 1x1 conv of up to 144 channels with several blocks of
+/// 8 output channels runs a group block-major (every tile for 8 channels, then the next 8): its
+/// stores then go to 8 output rows at a time, sequentially, where tile-major order kept K rows
+/// open with 48 bytes written to each per tile, which cost efficientnet-lite0's 16 -> 96 channel
+/// 1x1 on 112 x 112 at batch 32 2.3x its batch-1 time per image (output lines evicted before
+/// they were filled). Its inputs, 4 bytes a channel quad per position, are then read once per
+/// block from L2. Everything else runs tile-major, each tile's inputs read from L1 for all its
+/// blocks (block-major made 3x3 convs of 3 to 16 channels 2-7% slower). Either order computes
+/// each (tile, block) with the same sums.
 QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, int thread) {
   const QConvParams& p = *ctx.p;
   const DirectGeometry& g = ctx.g;
@@ -397,6 +397,10 @@ QCC_VNNI void DirectUnits(const DirectContext& ctx, int64_t begin, int64_t end, 
     // its last tile's last lane plus the farthest tap.
     const int64_t slice_end = std::min(end, (image_slice + 1) * g.tiles);
     const int64_t last = slice_end - 1 - image_slice * g.tiles;
+    if (kb_begin >= kb_end) {  // a last slice left without blocks (5 blocks on 4 threads)
+      u = slice_end;
+      continue;
+    }
     if (image != filled_image || tile < filled_first || last > filled_last) {
       FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w, buf,
                       ctx.windows[TileWindow(g, tile)].v,
@@ -445,7 +449,7 @@ constexpr int64_t kFillCost = 8;
 /// lines near the other's (its half ends where the other's begins, and the next plane's first
 /// half follows the second), and the cores' prefetchers then pull lines the other is writing.
 /// Measured on 2 vCPUs (Zen 4), two threads writing halves of each of 144 planes of 3136 bytes
-/// took 31-39 us where writing 72 whole planes each took 4.4-5.3 us (8.3 us on one thread);
+/// took 31-39 us where writing 72 whole planes each took 4.4-5.3 us (7.3-10.4 on one thread);
 /// 4000 puts the 1x1 convs below on the side they measured faster.
 constexpr int64_t kSplitPlaneCost = 4000;
 

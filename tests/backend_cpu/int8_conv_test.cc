@@ -282,11 +282,12 @@ const std::vector<Geometry>& Geometries() {
       {2, 20, 31, 33, 40, 1, 1, 2, 2},
       // The direct path's slices of output channels at batch 1 (QConvDirectSlices): a 1x1 on
       // 14 x 14 (5 tiles; 10 blocks, the last partial), an expanding 1x1 on 23 x 23 (12 tiles,
-      // 8 blocks), and a strided 1x1 of one tile too small to split, so that one thread runs
-      // both slices on the image it rewrote once.
+      // 8 blocks), and strided 1x1s of one tile too small to split, so that one thread runs
+      // every slice on the image it rewrote once (4 blocks on 3 threads: slices of 2, 2, none).
       {1, 24, 14, 14, 76, 1, 1},
       {1, 16, 23, 23, 64, 1, 1},
       {1, 4, 9, 9, 24, 1, 1, 2, 2},
+      {1, 4, 9, 9, 32, 1, 1, 2, 2},
       // The AMX path (C/group >= 32, not depthwise): quads in equal chunks of <= 16 with the
       // last chunk reading past C/group (68 channels: 2 chunks of 9 quads for 17; 140: 3 of 12
       // for 35), over several phases (stride 2) and at the buffer's end; groups; dilation; K in
@@ -420,6 +421,7 @@ TEST(Int8ConvTest, DirectPathSlicesOutputChannelsOfOneImage) {
   EXPECT_EQ(slices({1, 80, 14, 14, 480, 1, 1}, 3), 3);
   EXPECT_EQ(slices({1, 24, 14, 14, 76, 1, 1}, 2), 2);
   EXPECT_EQ(slices({1, 4, 9, 9, 24, 1, 1, 2, 2}, 2), 2);
+  EXPECT_EQ(slices({1, 4, 9, 9, 32, 1, 1, 2, 2}, 3), 3);
   // Expanding 1x1s (squeezenet1.1's and efficientnet-lite0's); not the projections back.
   EXPECT_EQ(slices({1, 16, 55, 55, 64, 1, 1}, 2), 2);
   EXPECT_EQ(slices({1, 16, 23, 23, 64, 1, 1}, 2), 2);
