@@ -28,6 +28,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/nn_parallel.h"
+#include "kernels/cpu/qconv_direct_vnni.h"
 #include "kernels/cpu/qconv_planes_vnni.h"
 #include "kernels/cpu/qint8_vnni_internal.h"
 #include "support/int_math.h"
@@ -40,25 +41,6 @@ namespace {
 constexpr int64_t kMr = 8;     // output channels per register tile
 constexpr int64_t kMaxNv = 3;  // 16-position vectors per register tile
 constexpr int64_t kTileLanes = 16 * kMaxNv;
-
-/// Bit l set for each of the `lanes` (<= 64) virtual positions from one at column `col` of its
-/// phase-plane row that is an output (its column is < out_w). A run of bits per virtual row:
-/// lane by lane, it was 5-6% of resnet20's 16-channel 3x3 layers at batch 32 (a dependent chain
-/// of 48 steps a tile).
-uint64_t ValidLanesAt(const PhasePlanes& g, int64_t col, int64_t lanes) {
-  if (g.phase_w == g.ow) return LowBits64(lanes);  // no column is dropped (1x1, no pads)
-  uint64_t valid = 0;
-  for (int64_t l = 0; l < lanes; l += g.phase_w - col, col = 0) {
-    // Lanes l .. of this row: its columns col .. phase_w - 1, outputs while < out_w.
-    if (col < g.ow) valid |= LowBits64(std::min(g.ow - col, lanes - l)) << l;
-  }
-  return valid;
-}
-
-/// ValidLanesAt for the lanes from virtual position v0.
-uint64_t ValidLanes(const PhasePlanes& g, int64_t v0, int64_t lanes) {
-  return ValidLanesAt(g, v0 % g.phase_w, lanes);
-}
 
 /// One 16-lane window of an image's virtual positions (DirectWindows).
 struct Window {
@@ -112,22 +94,6 @@ DirectGeometry DirectGeometryOf(const QConvParams& p) {
   return g;
 }
 
-/// What the direct and AMX paths' pieces share: the rewrite's row index and the epilogue's
-/// constants.
-struct PlaneConstants {
-  alignas(64) uint8_t idx[64];  // PhaseRowIndex
-  ResidualAddV add;             // p.residual's Add, when set
-  PackedRequantV pack;
-  bool packed_requant;  // PackedRequantApplies
-};
-
-QCC_VNNI void PreparePlaneConstants(const QConvParams& p, PlaneConstants* k) {
-  PhaseRowIndex(p, k->idx);
-  if (p.residual != nullptr) k->add = MakeResidualAddV(p.add);
-  k->packed_requant = PackedRequantApplies(p.multiplier, p.k, p.lo, p.hi);
-  if (k->packed_requant) k->pack = MakePackedRequantV(p.zp_out, p.lo, p.hi);
-}
-
 /// Everything a piece of the direct path needs.
 struct DirectContext {
   const QConvParams* p;
@@ -141,113 +107,6 @@ struct DirectContext {
   int64_t slices;         // DirectSlices
   int64_t slice_blocks;   // blocks of 8 output channels per slice (the last ones may have fewer)
 };
-
-/// Where and how a register tile's results go.
-struct TileOut {
-  int8_t* y;            // output channel 0 of the tile at its first valid position
-  int64_t y_stride;     // bytes between output channels
-  int64_t rows;         // output channels of the tile that exist (1..kMr)
-  const int32_t* init;  // kMr accumulator starts (bias + correction)
-  const float* multiplier;
-  uint64_t valid;  // the tile's lanes that are real outputs (compressed together when stored)
-  int64_t count;   // popcount(valid)
-  int32_t zp, lo, hi;
-  const int8_t* residual;      // the fused Add's residual at y's position; null: none
-  const ResidualAddV* add;     // its constants
-  const PackedRequantV* pack;  // RequantizePackX48's constants; null: RequantizeX16
-};
-
-/// A TileOut's fields that hold for every tile of a convolution.
-TileOut ConvTileOut(const QConvParams& p, const PlaneConstants& k, int64_t out_plane) {
-  TileOut o;
-  o.y_stride = out_plane;
-  o.zp = p.zp_out;
-  o.lo = p.lo;
-  o.hi = p.hi;
-  o.add = &k.add;
-  o.pack = k.packed_requant ? &k.pack : nullptr;
-  return o;
-}
-
-/// A tile's store constants for StoreRow, in a local of the tile's function built before its
-/// first store: an int8 store may alias any memory as far as GCC knows, so constants read
-/// through the TileOut (and its pack) would be read and rebuilt after every row's store (10 to
-/// 20 scalar instructions a row, against 12 vpdpbusd a row for a 1x1 conv of 16 channels).
-struct RowStore {
-  PackedRequantV pack;  // a copy of *TileOut::pack, when packed
-  __m512i zp;
-  __m512 lo, hi;
-  uint64_t valid;
-  __mmask64 count_mask;  // the low popcount(valid) bytes
-  const ResidualAddV* add;
-  bool packed, whole;
-};
-
-template <int NV>
-QCC_VNNI inline RowStore RowStoreOf(const TileOut& o) {
-  RowStore s;
-  s.packed = o.pack != nullptr;
-  if (s.packed) s.pack = *o.pack;
-  s.zp = _mm512_set1_epi32(o.zp);
-  s.lo = _mm512_set1_ps(static_cast<float>(o.lo - o.zp));
-  s.hi = _mm512_set1_ps(static_cast<float>(o.hi - o.zp));
-  s.valid = o.valid;
-  s.count_mask = LowBits64(o.count);
-  s.add = o.add;
-  s.whole = o.count == 16 * NV;  // every lane is an output
-  return s;
-}
-
-/// Requantizes one output channel's NV vectors (scaled by `m`, adding the residual `r` at the
-/// same outputs when it is not null) and stores its valid lanes contiguously.
-template <int NV>
-QCC_VNNI inline void StoreRow(__m512i v0, __m512i v1, __m512i v2, float multiplier, int8_t* y,
-                              const int8_t* r, const RowStore& s) {
-  const __m512 m = _mm512_set1_ps(multiplier);
-  if (r == nullptr && s.packed) {
-    __m512i bytes = RequantizePackX48<NV>(v0, v1, v2, m, m, m, s.pack);
-    if (!s.whole) bytes = _mm512_maskz_compress_epi8(s.valid, bytes);
-    _mm512_mask_storeu_epi8(y, s.count_mask, bytes);
-    return;
-  }
-  __m128i b0, b1, b2;
-  if (r == nullptr) {
-    b0 = RequantizeX16(v0, m, s.zp, s.lo, s.hi);
-    b1 = NV > 1 ? RequantizeX16(v1, m, s.zp, s.lo, s.hi) : b0;
-    b2 = NV > 2 ? RequantizeX16(v2, m, s.zp, s.lo, s.hi) : b0;
-  } else {
-    // The residual of output i is at r[i]; spread over the tile's lanes unless all are outputs.
-    __m128i r0, r1, r2;
-    if (s.whole) {
-      r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
-      r1 = NV > 1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 16)) : r0;
-      r2 = NV > 2 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 32)) : r0;
-    } else {
-      alignas(64) int8_t spread[64];
-      _mm512_store_si512(
-          spread, _mm512_maskz_expand_epi8(s.valid, _mm512_maskz_loadu_epi8(s.count_mask, r)));
-      r0 = _mm_load_si128(reinterpret_cast<const __m128i*>(spread));
-      r1 = _mm_load_si128(reinterpret_cast<const __m128i*>(spread + 16));
-      r2 = _mm_load_si128(reinterpret_cast<const __m128i*>(spread + 32));
-    }
-    b0 = AddResidualX16(RequantizeI32X16(v0, m, s.zp, s.lo, s.hi), r0, *s.add);
-    b1 = NV > 1 ? AddResidualX16(RequantizeI32X16(v1, m, s.zp, s.lo, s.hi), r1, *s.add) : b0;
-    b2 = NV > 2 ? AddResidualX16(RequantizeI32X16(v2, m, s.zp, s.lo, s.hi), r2, *s.add) : b0;
-  }
-  if (s.whole) {
-    // Every lane is an output (as for any unpadded stride-1 conv but at the image's end): plain
-    // stores, which cost far less than a byte compress and a masked store.
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b0);
-    if (NV > 1) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 16), b1);
-    if (NV > 2) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 32), b2);
-    return;
-  }
-  __m512i bytes = _mm512_zextsi128_si512(b0);
-  if (NV > 1) bytes = _mm512_inserti32x4(bytes, b1, 1);
-  if (NV > 2) bytes = _mm512_inserti32x4(bytes, b2, 2);
-  bytes = _mm512_maskz_compress_epi8(s.valid, bytes);
-  _mm512_mask_storeu_epi8(y, s.count_mask, bytes);
-}
 
 // The tile's accumulators are named registers, c<row><vector> (an array of them is kept in
 // memory by GCC); rows past o.rows have zero weights and are computed but not stored.
@@ -321,11 +180,6 @@ QCC_VNNI void ConvTile(const uint32_t* w, const uint8_t* x, int64_t d1, int64_t 
 using TileFn = void (*)(const uint32_t*, const uint8_t*, int64_t, int64_t, const int64_t*, int64_t,
                         int64_t, int64_t, const TileOut&);
 constexpr TileFn kTiles[kMaxNv] = {ConvTile<1>, ConvTile<2>, ConvTile<3>};
-
-/// The output position of the first output at or after virtual position v0.
-int64_t FirstOutput(const PhasePlanes& g, int64_t v0) {
-  return v0 / g.phase_w * g.ow + std::min(v0 % g.phase_w, g.ow);
-}
 
 /// Where one tile's outputs go, apart from its output channels.
 struct TilePlace {
@@ -508,217 +362,16 @@ QCC_VNNI void DirectConv(const QConvParams& p, const PackedQConvWeights& w, uint
       [&ctx](int64_t begin, int64_t end, int thread) { DirectUnits(ctx, begin, end, thread); });
 }
 
-// ---------------------------------------------------------------------------------------------
-// AMX path (QConvAmxTakes: CPUs with AMX-INT8). The same phase planes as the direct path: a
-// plane of channel quads is, for 16 consecutive virtual positions, 16 dwords of 4 channels, and
-// quads are plane * 4 bytes apart, which is the layout of an AMX B tile (K / 4 rows of N
-// dwords) with that row stride. So one tileloadd takes 16 positions x up to 16 quads of a tap
-// straight from the buffer, and tdpbsud multiplies the signed weights (A: 16 output channels x
-// up to 64 input channels) by them: 16 x 16 sums of up to 64 products per instruction, where
-// vpdpbusd does 16 of 4. A unit is 32 virtual positions; for each 32 output channels, four C
-// tiles (2 channel blocks x 2 position halves) accumulate over every (tap, chunk of quads),
-// are stored to the stack and requantized row by row through StoreRow, the direct path's
-// epilogue (residual included). Quads go in `chunks` equal chunks of `kq` (<= 16); the last
-// chunk's quads past C/group read whatever follows in the buffer (the next phase's planes, or
-// extra bytes past the last) against zero weights, so they add nothing. Sums are int32 modulo
-// 2^32 in a different order than the reference's, which modular addition does not see.
-#define QCC_AMX                                                                      \
-  __attribute__((                                                                    \
-      target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx512vbmi2,amx-tile," \
-             "amx-int8")))
-
-constexpr int64_t kAmxRows = 16;       // output channels of an A or C tile
-constexpr int64_t kAmxPositions = 32;  // virtual positions of a unit: two B tiles
-
-struct AmxGeometry : PhasePlanes {
-  int64_t kg, taps;
-  int64_t kq, chunks;    // quads per K chunk, chunks per tap: kq * chunks >= c4
-  int64_t pairs;         // blocks of 32 output channels of a group (weights zero past kg)
-  int64_t blocks;        // units of 32 virtual positions per (image, group)
-  int64_t a_bytes;       // one A tile: 16 rows of kq * 4 bytes
-  int64_t thread_bytes;  // image_bytes plus the planes the last chunk reads past c4
-};
-
-AmxGeometry AmxGeometryOf(const QConvParams& p) {
-  AmxGeometry g;
-  static_cast<PhasePlanes&>(g) = PhasePlanesOf(p);
-  // A unit's second B tile reads up to 31 lanes past its first virtual position.
-  g.plane = RoundUp(std::max(g.phase_h * g.phase_w, g.v + kAmxPositions + g.max_offset), 16);
-  g.image_bytes = p.stride_h * p.stride_w * g.c4 * g.plane * 4;
-  g.kg = p.k / p.group;
-  g.taps = p.r * p.s;
-  g.chunks = CeilDiv(g.c4, 16);
-  g.kq = CeilDiv(g.c4, g.chunks);
-  g.pairs = CeilDiv(g.kg, 2 * kAmxRows);
-  g.blocks = CeilDiv(g.v, kAmxPositions);
-  g.a_bytes = kAmxRows * g.kq * 4;
-  g.thread_bytes = g.image_bytes + (g.kq * g.chunks - g.c4) * g.plane * 4;
-  return g;
-}
-
-/// The AMX palette-1 configuration: C tiles 0-3 (16 x 16 int32), A tiles 4, 5 (16 rows of
-/// kq * 4 bytes), B tiles 6, 7 (kq rows of 64 bytes).
-struct alignas(64) AmxTileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-AmxTileConfig AmxConfigOf(const AmxGeometry& g) {
-  AmxTileConfig c;
-  for (int t = 0; t < 4; ++t) {
-    c.rows[t] = kAmxRows;
-    c.colsb[t] = 64;
-  }
-  for (int t = 4; t < 6; ++t) {
-    c.rows[t] = kAmxRows;
-    c.colsb[t] = static_cast<uint16_t>(g.kq * 4);
-  }
-  for (int t = 6; t < 8; ++t) {
-    c.rows[t] = static_cast<uint8_t>(g.kq);
-    c.colsb[t] = 64;
-  }
-  return c;
-}
-
-struct AmxContext {
-  const QConvParams* p;
-  const PackedQConvWeights* w;
-  AmxGeometry g;
-  AmxTileConfig config;
-  const int64_t* tap_offset;
-  uint8_t* buffers;  // g.thread_bytes per thread
-  PlaneConstants k;
-};
-
-QCC_AMX void AmxUnits(const AmxContext& ctx, int64_t begin, int64_t end, int thread) {
-  const QConvParams& p = *ctx.p;
-  const AmxGeometry& g = ctx.g;
-  uint8_t* buf = ctx.buffers + thread * g.thread_bytes;
-  const int8_t* packed = reinterpret_cast<const int8_t*>(ctx.w->packed.get());
-  const int64_t out_plane = g.oh * g.ow, b_stride = g.plane * 4, a_stride = g.kq * 4;
-  const int64_t pair_bytes = 2 * g.taps * g.chunks * g.a_bytes;  // 2 channel blocks
-  const int64_t block_bytes = g.taps * g.chunks * g.a_bytes;
-  _tile_loadconfig(&ctx.config);
-  TileOut o = ConvTileOut(p, ctx.k, out_plane);
-  alignas(64) int32_t acc[4][kAmxRows][16];
-  for (int64_t u = begin; u < end;) {
-    const int64_t image = u / g.blocks, first = u % g.blocks;
-    const int64_t n = image / p.group, grp = image % p.group;
-    const int64_t image_end = std::min(end, (image + 1) * g.blocks);
-    const int64_t last = image_end - 1 - image * g.blocks;
-    FillPhasePlanes(p, g, ctx.k.idx, p.input + (n * p.c + grp * g.cg) * p.h * p.w,
-                    reinterpret_cast<uint32_t*>(buf), first * kAmxPositions,
-                    (last + 1) * kAmxPositions + g.max_offset, /*pads_filled=*/false);
-    for (int64_t b = first; b <= last; ++b) {
-      const int64_t v0 = b * kAmxPositions, lanes = std::min(kAmxPositions, g.v - v0);
-      const uint64_t valid = ValidLanes(g, v0, lanes);
-      if (valid == 0) continue;
-      const int64_t out0 = FirstOutput(g, v0);
-      const bool two = lanes > 16;
-      o.valid = valid;
-      o.count = __builtin_popcountll(valid);
-      const RowStore store = two ? RowStoreOf<2>(o) : RowStoreOf<1>(o);
-      const uint8_t* x = buf + v0 * 4;
-      for (int64_t pair = 0; pair < g.pairs; ++pair) {
-        const int8_t* a = packed + (grp * g.pairs + pair) * pair_bytes;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t t = 0; t < g.taps; ++t) {
-          const uint8_t* xt = x + ctx.tap_offset[t];
-          for (int64_t c = 0; c < g.chunks; ++c, a += g.a_bytes) {
-            const uint8_t* xc = xt + c * g.kq * b_stride;
-            _tile_loadd(6, xc, b_stride);
-            _tile_loadd(7, xc + 64, b_stride);
-            _tile_loadd(4, a, a_stride);
-            _tile_loadd(5, a + block_bytes, a_stride);
-            _tile_dpbsud(0, 4, 6);
-            _tile_dpbsud(1, 4, 7);
-            _tile_dpbsud(2, 5, 6);
-            _tile_dpbsud(3, 5, 7);
-          }
-        }
-        _tile_stored(0, acc[0], 64);
-        _tile_stored(1, acc[1], 64);
-        _tile_stored(2, acc[2], 64);
-        _tile_stored(3, acc[3], 64);
-        for (int64_t half = 0; half < 2; ++half) {
-          const int64_t kb = (pair * 2 + half) * kAmxRows;
-          const int64_t rows = std::min(kAmxRows, g.kg - kb);
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t k0 = grp * g.kg + kb + r;
-            const __m512i init = _mm512_set1_epi32(
-                WrapAdd(p.bias != nullptr ? p.bias[k0] : 0, ctx.w->correction[k0]));
-            const __m512i s0 = _mm512_add_epi32(_mm512_load_si512(acc[2 * half][r]), init);
-            const __m512i s1 = _mm512_add_epi32(_mm512_load_si512(acc[2 * half + 1][r]), init);
-            const int64_t at = (n * p.k + k0) * out_plane + out0;
-            const int8_t* res = p.residual != nullptr ? p.residual + at : nullptr;
-            if (two) {
-              StoreRow<2>(s0, s1, s1, p.multiplier[k0], p.output + at, res, store);
-            } else {
-              StoreRow<1>(s0, s0, s0, p.multiplier[k0], p.output + at, res, store);
-            }
-          }
-        }
-      }
-    }
-    u = image_end;
-  }
-  _tile_release();
-}
-
-QCC_AMX void DirectConvAmx(const QConvParams& p, const PackedQConvWeights& w, uint8_t* workspace) {
-  AmxContext ctx;
-  ctx.p = &p;
-  ctx.w = &w;
-  ctx.g = AmxGeometryOf(p);
-  const AmxGeometry& g = ctx.g;
-  ctx.config = AmxConfigOf(g);
-  ctx.buffers = TapOffsetsAt(p, g, workspace, &ctx.tap_offset);
-  PreparePlaneConstants(p, &ctx.k);
-  const int64_t cost = kAmxPositions * g.kg * g.cg * g.taps;
-  NnParallelFor(
-      p.num_threads, p.n * p.group * g.blocks, cost,
-      [&ctx](int64_t begin, int64_t end, int thread) { AmxUnits(ctx, begin, end, thread); });
-}
-
-/// The AMX layout: [group][pair][channel block of 16][tap][chunk] A tiles, each 16 output
-/// channels x kq quads of 4 input channels (row stride kq * 4), zero past K/group and C/group.
-void PackQConvAmx(const QConvParams& p, PackedQConvWeights* w) {
-  const AmxGeometry g = AmxGeometryOf(p);
-  const int64_t cg = g.cg;
-  w->packed = Tensor::AllocateStorage(p.group * g.pairs * 2 * g.taps * g.chunks * g.a_bytes);
-  uint8_t* dst = w->packed.get();
-  for (int64_t grp = 0; grp < p.group; ++grp) {
-    for (int64_t blk = 0; blk < 2 * g.pairs; ++blk) {
-      for (int64_t tap = 0; tap < g.taps; ++tap) {
-        for (int64_t chunk = 0; chunk < g.chunks; ++chunk) {
-          for (int64_t r = 0; r < kAmxRows; ++r) {
-            for (int64_t i = 0; i < g.kq * 4; ++i) {
-              const int64_t k = blk * kAmxRows + r, ch = chunk * g.kq * 4 + i;
-              *dst++ =
-                  k < g.kg && ch < cg
-                      ? static_cast<uint8_t>(p.weights[((grp * g.kg + k) * cg + ch) * g.taps + tap])
-                      : 0;
-            }
-          }
-        }
-      }
-    }
-  }
-  w->layout = PackedQConvWeights::Layout::kAmxDirect;
-}
-
 }  // namespace
 
-int64_t QConvDirectSlices(const QConvParams& p) { return DirectSlices(p, DirectGeometryOf(p)); }
-
-bool QConvAmxTakes(const QConvParams& p) {
-  return !QConvDepthwiseVnniFits(p) && p.c / p.group >= 32;
+QCC_VNNI void PreparePlaneConstants(const QConvParams& p, PlaneConstants* k) {
+  PhaseRowIndex(p, k->idx);
+  if (p.residual != nullptr) k->add = MakeResidualAddV(p.add);
+  k->packed_requant = PackedRequantApplies(p.multiplier, p.k, p.lo, p.hi);
+  if (k->packed_requant) k->pack = MakePackedRequantV(p.zp_out, p.lo, p.hi);
 }
+
+int64_t QConvDirectSlices(const QConvParams& p) { return DirectSlices(p, DirectGeometryOf(p)); }
 
 void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w, bool amx) {
   const int64_t cg = p.c / p.group, kg = p.k / p.group;
@@ -777,7 +430,7 @@ int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& 
     return 64 + TapOffsetsBytes(p) + threads * QConvSmallMapVnniThreadBytes(p);
   }
   if (w.layout == PackedQConvWeights::Layout::kAmxDirect) {
-    return 64 + TapOffsetsBytes(p) + threads * AmxGeometryOf(p).thread_bytes;
+    return 64 + TapOffsetsBytes(p) + threads * QConvAmxThreadBytes(p);
   }
   const DirectGeometry g = DirectGeometryOf(p);
   return 64 + TapOffsetsBytes(p) + DirectInitBytes(p, g) + threads * g.image_bytes;

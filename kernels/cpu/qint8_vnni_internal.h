@@ -236,9 +236,14 @@ bool QConvFusesResidual(const QConvParams& p, const PackedQConvWeights& w);
 /// Fills w's VNNI layout (direct or depthwise, per the header's rules) from p.weights; with
 /// `amx` (QInt8HasAmx()), the AMX layout for the convolutions QConvAmxTakes.
 void PackQConvVnni(const QConvParams& p, PackedQConvWeights* w, bool amx);
-/// True when the AMX tile path runs `p` (qconv_vnni.cc): not depthwise, and enough channels
+/// True when the AMX tile path runs `p` (qconv_amx_vnni.cc): not depthwise, and enough channels
 /// per group for the tile multiplies' 64-byte rows to pay.
 bool QConvAmxTakes(const QConvParams& p);
+/// The AMX layout of p's weights, the bytes of one thread's buffers, and the AMX path
+/// (qconv_amx_vnni.cc; CPUs with AMX-INT8 only).
+void PackQConvAmx(const QConvParams& p, PackedQConvWeights* w);
+int64_t QConvAmxThreadBytes(const QConvParams& p);
+void DirectConvAmx(const QConvParams& p, const PackedQConvWeights& w, uint8_t* workspace);
 /// QConvWorkspaceBytes for the VNNI layouts.
 int64_t QConvVnniWorkspaceBytes(const QConvParams& p, const PackedQConvWeights& w);
 /// QConv for the VNNI layouts; call only when QInt8HasVnni().
