@@ -214,8 +214,9 @@ SplitLayout SplitLayoutOf(const ConvF32Params& p, int64_t segments) {
 
 /// Whether a plane is split by columns (DepthwisePlaneSplit): DepthwisePlaneNarrow's stride-2
 /// planes (5 x 5 and 7 x 7, undilated, rows of at most two segments of 16 outputs) whose split fits
-/// the stack buffer. 3 x 3 kernels of stride 2 stay on DepthwisePlaneRows, which was faster split
-/// or not (efficientnet-lite0's 240 x 28 x 28: 0.040-0.050 ms unsplit, 0.053-0.071 split).
+/// the stack buffer, where DepthwisePlaneEvenOdd does not take them first (7 x 7, and 5 x 5 with no
+/// left padding). For 3 x 3 kernels of stride 2 the split was slower than DepthwisePlaneRows
+/// (efficientnet-lite0's 240 x 28 x 28: 0.040-0.050 ms unsplit, 0.053-0.071 split).
 bool SplitsColumns(const ConvF32Params& p) {
   if (!NarrowPlane(p) || p.stride[1] != 2) return false;
   const SplitLayout s = SplitLayoutOf(p, (p.out[2] + 15) / 16);
@@ -397,6 +398,113 @@ QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneSplit(const ConvF32Params
   }
 }
 
+/// Whether DepthwisePlaneEvenOdd takes the plane: stride 2 along both axes, undilated, a square
+/// 3 x 3 or 5 x 5 kernel whose taps reach at most one column pair left or right of a segment's
+/// own 32 input columns (left padding 0-2 for 3 x 3, 1-2 for 5 x 5).
+bool EvenOddPlane(const ConvF32Params& p) {
+  const int64_t k = p.kernel[2], left = p.pad[2];
+  return p.stride[1] == 2 && p.stride[2] == 2 && p.dilation[1] == 1 && p.dilation[2] == 1 &&
+         p.kernel[1] == k && (k == 3 || k == 5) && left <= 2 && k - 1 - left <= 3;
+}
+
+/// The stride-2 plane kernel for square K x K kernels (3 or 5) with left padding PL, on rows of
+/// any length: an output segment's 32 input columns [2 ox0, 2 ox0 + 32) of a row are two loads
+/// (16-float aligned where the row is: a zmm load across two lines ran at 1.7 cycles a load here,
+/// an aligned one at 1.1), split into their even and odd columns (E, O) once, and every tap of
+/// the row is one of them, or one of them moved a lane with the one column next to the segment
+/// (valignd with a broadcast). DepthwisePlaneRows reads each tap with two unaligned loads and a
+/// permute, 6 loads for 3 taps where these are 2 and a broadcast. Column d = kx - PL of output
+/// lane i is 2 (ox0 + i) + d: E or O by d's parity, moved by floor(d / 2) lanes. R output rows at
+/// a time, each output's taps in (row, column) order from the bias, a column outside x reading a
+/// zero and a row outside x skipped, as in the other plane kernels: the same bits. 3 x 3 weights
+/// stay in registers; 5 x 5 ones are broadcast from memory at each use. efficientnet-lite0's
+/// layers, fp32_conv_bench on Zen 4, 1 thread: 96 x 112 x 112 3 x 3 202 -> 143-156 us (from
+/// DepthwisePlaneRows), 240 x 28 x 28 3 x 3 40.5 -> 30.4 us, 144 x 56 x 56 5 x 5 133 -> 117 us
+/// (from DepthwisePlaneSplit).
+template <int K, int PL>
+QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneEvenOdd(const ConvF32Params& p,
+                                                               const SegmentTap*, const float* xp,
+                                                               const float* wm, float bias,
+                                                               float* yp) {
+  static_assert((K == 3 || K == 5) && PL >= 0 && PL <= 2 && K - 1 - PL <= 3);
+  constexpr int R = 4;
+  constexpr int kSpan = (R - 1) * 2 + K;  // input rows a group reads
+  constexpr bool kWeightsInRegisters = K == 3;
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
+  const int64_t ahead = std::max<int64_t>(1, 2048 / (R * 2 * w_in * 4));
+  __m512 wb[kWeightsInRegisters ? K * K : 1];
+  if constexpr (kWeightsInRegisters) {
+#pragma GCC unroll 9
+    for (int t = 0; t < K * K; ++t) wb[t] = _mm512_set1_ps(wm[t]);
+  }
+  for (int64_t oy = 0; oy < oh; oy += R) {
+    const float* rows[kSpan];
+    InputRows(p, xp, w_in, oy * 2 - p.pad[1], kSpan, rows);
+    // As DepthwisePlaneRows: the rows a group reads first, `ahead` groups on, and its output rows.
+    const int64_t next_row = oy * 2 - p.pad[1] + kSpan + (ahead - 1) * R * 2;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
+      const int64_t c0 = 2 * ox0;  // the segment's first input column
+      for (int64_t j = 0; j < R * 2; ++j) {
+        PrefetchAt(xp, (next_row + j) * w_in + c0);
+        PrefetchAt(xp, (next_row + j) * w_in + c0 + 16);
+      }
+      for (int r = 0; r < R; ++r) PrefetchAt<1>(yp, (oy + ahead * R + r) * ow + ox0);
+      // Columns past the row read zeros: masked loads in the last segments only.
+      const bool whole = c0 + 32 <= w_in;
+      const __mmask16 ma = LowBits16(w_in - c0), mb = LowBits16(w_in - c0 - 16);
+      __m512 acc[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);
+#pragma GCC unroll 16
+      for (int j = 0; j < kSpan; ++j) {
+        const float* row = rows[j];
+        if (row == nullptr) continue;
+        const __m512 a = whole ? _mm512_loadu_ps(row + c0) : _mm512_maskz_loadu_ps(ma, row + c0);
+        const __m512 b =
+            whole ? _mm512_loadu_ps(row + c0 + 16) : _mm512_maskz_loadu_ps(mb, row + c0 + 16);
+        const __m512 e = _mm512_permutex2var_ps(a, even, b);
+        const __m512 o = _mm512_permutex2var_ps(a, odd, b);
+#pragma GCC unroll 8
+        for (int kx = 0; kx < K; ++kx) {
+          const int d = kx - PL;
+          const int parity = d & 1, shift = (d - parity) / 2;  // shift: -1, 0 or 1
+          const __m512 v = parity != 0 ? o : e;
+          __m512 tap = v;
+          if (shift != 0) {
+            // The one column outside the segment: lane 0's (2 ox0 + d) or lane 15's (+ 30).
+            const int64_t col = shift < 0 ? c0 + d : c0 + d + 30;
+            const __m512 edge = _mm512_set1_ps(col >= 0 && col < w_in ? row[col] : 0.0f);
+            const __m512i vi = _mm512_castps_si512(v), ei = _mm512_castps_si512(edge);
+            tap = _mm512_castsi512_ps(shift < 0 ? _mm512_maskz_alignr_epi32(0xFFFF, vi, ei, 15)
+                                                : _mm512_maskz_alignr_epi32(0xFFFF, ei, vi, 1));
+          }
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const int ky = j - r * 2;
+            if (ky >= 0 && ky < K) {
+              const __m512 wv =
+                  kWeightsInRegisters ? wb[ky * K + kx] : _mm512_set1_ps(wm[ky * K + kx]);
+              acc[r] = _mm512_fmadd_ps(wv, tap, acc[r]);
+            }
+          }
+        }
+      }
+      const __mmask16 m = LowBits16(ow - ox0);
+      float* y0 = yp + oy * ow + ox0;
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        if (oy + r >= oh) break;
+        _mm512_mask_storeu_ps(y0 + r * ow, m, activate ? Activate(acc[r], lo, hi, slope) : acc[r]);
+      }
+    }
+  }
+}
+
 using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
                                   const float*, float, float*);
 
@@ -405,13 +513,21 @@ DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
   if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
   const bool s1 = p.stride[1] == 1;
   const bool square = p.kernel[2] == p.kernel[1];
-  // Stride 2 on rows of one or two segments where the plane's split fits the stack:
-  // DepthwisePlaneSplit. Maps of one or two segments per row otherwise, kernels of 5 x 5 and
-  // 7 x 7: eight accumulators (DepthwisePlaneNarrow). 3 x 3 kernels of stride 1 keep
-  // DepthwisePlaneRows: their chains of 9 are short, and the weights it keeps in registers won
-  // (28-wide map: 0.052 against 0.056 ms).
+  // Stride 2 along both axes with 3 x 3 and 5 x 5 kernels: DepthwisePlaneEvenOdd. Other stride-2
+  // planes of one or two segments per row where the split fits the stack: DepthwisePlaneSplit. Maps
+  // of one or two segments per row otherwise, kernels of 5 x 5 and 7 x 7: eight accumulators
+  // (DepthwisePlaneNarrow). 3 x 3 kernels of stride 1 keep DepthwisePlaneRows: their chains of 9
+  // are short, and the weights it keeps in registers won (28-wide map: 0.052 against 0.056 ms).
   const bool narrow = NarrowPlane(p);
   const bool one = p.out[2] <= 16;
+  if (EvenOddPlane(p)) {
+    // Rows of two segments kept four chains of FMAs: both at once, eight chains, ran slower
+    // (efficientnet-lite0's 144 x 56 x 56 5 x 5 layer, 117 -> 129 us).
+    static constexpr DepthwisePlaneFn kEvenOdd[5] = {
+        DepthwisePlaneEvenOdd<3, 0>, DepthwisePlaneEvenOdd<3, 1>, DepthwisePlaneEvenOdd<3, 2>,
+        DepthwisePlaneEvenOdd<5, 1>, DepthwisePlaneEvenOdd<5, 2>};
+    return kEvenOdd[p.kernel[1] == 3 ? p.pad[2] : 2 + p.pad[2]];
+  }
   if (SplitsColumns(p)) {
     if (p.kernel[1] == 5) return one ? DepthwisePlaneSplit<5, 1> : DepthwisePlaneSplit<5, 2>;
     return one ? DepthwisePlaneSplit<7, 1> : DepthwisePlaneSplit<7, 2>;
