@@ -505,6 +505,103 @@ QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneEvenOdd(const ConvF32Para
   }
 }
 
+/// Whether DepthwisePlaneShifted takes the plane: stride 1 along both axes, undilated, a square
+/// 3 x 3 kernel (any left padding 0-2) or 5 x 5 one padded 2 on the left: taps at most two
+/// columns left or right of their output's. And no output segment starting past the row (an
+/// output at most one wider than the input), so the 16 columns before a segment are inside it:
+/// a third, masked, form of that load cost 8-15% on efficientnet-lite0's layers.
+bool ShiftedPlane(const ConvF32Params& p) {
+  const int64_t k = p.kernel[2], left = p.pad[2];
+  return p.stride[1] == 1 && p.stride[2] == 1 && p.dilation[1] == 1 && p.dilation[2] == 1 &&
+         p.kernel[1] == k && ((k == 3 && left <= 2) || (k == 5 && left == 2)) &&
+         p.out[2] <= p.in[2] + 1;
+}
+
+/// The stride-1 plane kernel for square K x K kernels with left padding PL, from aligned loads:
+/// an output segment's 16 input columns [ox0, ox0 + 16) of a row are one load, and with the 16
+/// before and after it (P, N) every tap is it or it moved by d = kx - PL lanes (valignd), where
+/// DepthwisePlaneRows loads each tap at its own offset, across two cache lines for all but one
+/// (a zmm load across two lines ran at 1.7 cycles here, an aligned one at 1.1). R output rows at
+/// a time (8 for 5 x 5, whose 25-FMA chains need eight to hide the FMA latency), each output's
+/// taps in (row, column) order from the bias, a column outside x reading a zero and a row
+/// outside x skipped: the other plane kernels' bits. 3 x 3 weights stay in registers.
+template <int K, int PL>
+QCC_AVX512 __attribute__((flatten)) void DepthwisePlaneShifted(const ConvF32Params& p,
+                                                               const SegmentTap*, const float* xp,
+                                                               const float* wm, float bias,
+                                                               float* yp) {
+  static_assert((K == 3 && PL >= 0 && PL <= 2) || (K == 5 && PL == 2));
+  constexpr int R = K == 3 ? 4 : 8;
+  constexpr int kSpan = R - 1 + K;  // input rows a group reads
+  constexpr bool kWeightsInRegisters = K == 3;
+  const bool activate = !p.activation.is_identity();
+  const __m512 lo = _mm512_set1_ps(p.activation.lo), hi = _mm512_set1_ps(p.activation.hi);
+  const __m512 slope = _mm512_set1_ps(p.activation.negative_slope);
+  const int64_t ow = p.out[2], oh = p.out[1], w_in = p.in[2];
+  const int64_t ahead = std::max<int64_t>(1, 2048 / (R * w_in * 4));
+  __m512 wb[kWeightsInRegisters ? K * K : 1];
+  if constexpr (kWeightsInRegisters) {
+#pragma GCC unroll 9
+    for (int t = 0; t < K * K; ++t) wb[t] = _mm512_set1_ps(wm[t]);
+  }
+  for (int64_t oy = 0; oy < oh; oy += R) {
+    const float* rows[kSpan];
+    InputRows(p, xp, w_in, oy - p.pad[1], kSpan, rows);
+    // As DepthwisePlaneRows: the rows a group reads first, `ahead` groups on, and its output rows.
+    const int64_t next_row = oy - p.pad[1] + kSpan + (ahead - 1) * R;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += 16) {
+      for (int64_t j = 0; j < R; ++j) PrefetchAt(xp, (next_row + j) * w_in + ox0);
+      for (int r = 0; r < R; ++r) PrefetchAt<1>(yp, (oy + ahead * R + r) * ow + ox0);
+      // Columns outside the row read zeros: P is zeros for the first segment (and inside the row
+      // for the others, ShiftedPlane), and the loads reaching past the row are masked.
+      const __mmask16 mc = LowBits16(w_in - ox0), mn = LowBits16(w_in - ox0 - 16);
+      const bool whole = ox0 + 32 <= w_in;
+      __m512 acc[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_set1_ps(bias);
+#pragma GCC unroll 16
+      for (int j = 0; j < kSpan; ++j) {
+        const float* row = rows[j];
+        if (row == nullptr) continue;
+        const float* at = row + ox0;
+        const __m512i c =
+            _mm512_castps_si512(whole ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(mc, at));
+        const __m512i prev =
+            _mm512_castps_si512(PL > 0 && ox0 > 0 ? _mm512_loadu_ps(at - 16) : _mm512_setzero_ps());
+        const __m512i next = _mm512_castps_si512(
+            K - 1 - PL > 0 ? (whole ? _mm512_loadu_ps(at + 16) : _mm512_maskz_loadu_ps(mn, at + 16))
+                           : _mm512_setzero_ps());
+#pragma GCC unroll 8
+        for (int kx = 0; kx < K; ++kx) {
+          const int d = kx - PL;
+          __m512i t = c;
+          if (d == -2) t = _mm512_maskz_alignr_epi32(0xFFFF, c, prev, 14);
+          if (d == -1) t = _mm512_maskz_alignr_epi32(0xFFFF, c, prev, 15);
+          if (d == 1) t = _mm512_maskz_alignr_epi32(0xFFFF, next, c, 1);
+          if (d == 2) t = _mm512_maskz_alignr_epi32(0xFFFF, next, c, 2);
+          const __m512 tap = _mm512_castsi512_ps(t);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const int ky = j - r;
+            if (ky >= 0 && ky < K) {
+              const __m512 wv =
+                  kWeightsInRegisters ? wb[ky * K + kx] : _mm512_set1_ps(wm[ky * K + kx]);
+              acc[r] = _mm512_fmadd_ps(wv, tap, acc[r]);
+            }
+          }
+        }
+      }
+      const __mmask16 m = LowBits16(ow - ox0);
+      float* y0 = yp + oy * ow + ox0;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        if (oy + r >= oh) break;
+        _mm512_mask_storeu_ps(y0 + r * ow, m, activate ? Activate(acc[r], lo, hi, slope) : acc[r]);
+      }
+    }
+  }
+}
+
 using DepthwisePlaneFn = void (*)(const ConvF32Params&, const SegmentTap*, const float*,
                                   const float*, float, float*);
 
@@ -513,13 +610,19 @@ DepthwisePlaneFn PickDepthwisePlane(const ConvF32Params& p) {
   if (p.dilation[1] != 1 || p.stride[1] > 2) return DepthwisePlane;
   const bool s1 = p.stride[1] == 1;
   const bool square = p.kernel[2] == p.kernel[1];
-  // Stride 2 along both axes with 3 x 3 and 5 x 5 kernels: DepthwisePlaneEvenOdd. Other stride-2
-  // planes of one or two segments per row where the split fits the stack: DepthwisePlaneSplit. Maps
-  // of one or two segments per row otherwise, kernels of 5 x 5 and 7 x 7: eight accumulators
-  // (DepthwisePlaneNarrow). 3 x 3 kernels of stride 1 keep DepthwisePlaneRows: their chains of 9
-  // are short, and the weights it keeps in registers won (28-wide map: 0.052 against 0.056 ms).
+  // Taps from aligned loads where they reach: stride 1 with 3 x 3 kernels and 5 x 5 ones padded 2
+  // on the left (DepthwisePlaneShifted), stride 2 with 3 x 3 and 5 x 5 (DepthwisePlaneEvenOdd).
+  // Other stride-2 planes of one or two segments per row where the split fits the stack:
+  // DepthwisePlaneSplit. Maps of one or two segments per row otherwise, kernels of 5 x 5 and
+  // 7 x 7: eight accumulators (DepthwisePlaneNarrow). DepthwisePlaneRows for the rest.
   const bool narrow = NarrowPlane(p);
   const bool one = p.out[2] <= 16;
+  if (ShiftedPlane(p)) {
+    if (p.kernel[1] == 5) return DepthwisePlaneShifted<5, 2>;
+    return p.pad[2] == 0   ? DepthwisePlaneShifted<3, 0>
+           : p.pad[2] == 1 ? DepthwisePlaneShifted<3, 1>
+                           : DepthwisePlaneShifted<3, 2>;
+  }
   if (EvenOddPlane(p)) {
     // Rows of two segments kept four chains of FMAs: both at once, eight chains, ran slower
     // (efficientnet-lite0's 144 x 56 x 56 5 x 5 layer, 117 -> 129 us).

@@ -293,50 +293,54 @@ TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
   EXPECT_FALSE(cpu::ConvF32DepthwiseAvx2Fits(wide));
 }
 
-// The AVX-512 stride-2 depthwise kernels (3 x 3 and 5 x 5, even and odd columns of each row
-// segment, a lane moved in from the next segment where a tap reaches past it) against the std::fma
-// chain, bit for bit: planes too large for the channel-blocked path, every left padding they take
-// and one past it (5 x 5 with none, which goes elsewhere), right paddings 0-2, widths that end on,
-// before and after a segment's 32 input columns, an odd and an even height, and 1 and 3 threads.
-TEST(NnConvTest, DepthwiseAvx512StrideTwoKeepsTheFmaChainsBits) {
+// The AVX-512 depthwise plane kernels that build taps from aligned loads (3 x 3 and 5 x 5; stride
+// 2: the even and odd columns of each row segment, a lane moved in from beside it where a tap
+// reaches past it; stride 1: the segment moved by valignd with its neighbours) against the
+// std::fma chain, bit for bit: planes too large for the channel-blocked path, every left padding
+// they take and ones past it (which go elsewhere), right paddings 0-2, widths that end on,
+// before and after a segment's input columns, an odd and an even height, and 1 and 3 threads.
+TEST(NnConvTest, DepthwiseAvx512AlignedTapsKeepTheFmaChainsBits) {
   if (!cpu::ConvF32HasAvx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
   std::mt19937 rng(23);
   std::uniform_real_distribution<float> uni(-2.0f, 2.0f);
   int cases = 0;
-  for (int64_t kernel : {3, 5}) {
-    for (int64_t left = 0; left <= 2; ++left) {
-      for (int64_t right = 0; right <= 2; ++right) {
-        for (int64_t width : {31, 32, 33, 64, 70, 97}) {
-          for (int64_t height : {17, 20}) {
-            cpu::ConvF32Params p;
-            p.batch = 1;
-            p.in_channels = p.groups = p.out_channels = 3;
-            p.in = {1, height, width};
-            p.kernel = {1, kernel, kernel};
-            p.stride = {1, 2, 2};
-            p.pad = {0, left, left};
-            const int64_t oh = (height + left + right - kernel) / 2 + 1;
-            const int64_t ow = (width + left + right - kernel) / 2 + 1;
-            p.out = {1, oh, ow};
-            // ConvF32Params pads both ends alike; the end padding only sets the output size.
-            ASSERT_TRUE(cpu::ConvF32DepthwiseAvx512Fits(p));
-            ASSERT_GT(p.out_size(), 64) << "a plane the channel-blocked path would take";
-            std::vector<float> x(p.in_channels * p.in_size()), w(3 * p.kernel_size()), b(3);
-            for (float& v : x) v = uni(rng);
-            for (float& v : w) v = uni(rng);
-            for (float& v : b) v = uni(rng);
-            for (const cpu::ActivationF32& act :
-                 {cpu::ActivationF32{}, cpu::ActivationF32{0.0f, 6.0f}}) {
-              p.activation = act;
-              const Tensor want = FmaChainConv(p, x.data(), w.data(), b.data(), {1, 3, oh, ow});
-              for (int threads : {1, 3}) {
-                p.num_threads = threads;
-                Tensor got(DType::kFloat32, {1, 3, oh, ow});
-                cpu::ConvF32DepthwiseAvx512(p, x.data(), w.data(), b.data(), got.data<float>());
-                ASSERT_EQ(CompareTensors(got, want, 0, 0), "")
-                    << "kernel " << kernel << " pads " << left << "," << right << " width " << width
-                    << " height " << height << " threads " << threads;
-                ++cases;
+  for (int64_t stride : {1, 2}) {
+    for (int64_t kernel : {3, 5}) {
+      for (int64_t left = 0; left <= 2; ++left) {
+        for (int64_t right = 0; right <= 2; ++right) {
+          for (int64_t width : {31, 32, 33, 64, 70, 97}) {
+            for (int64_t height : {17, 20}) {
+              cpu::ConvF32Params p;
+              p.batch = 1;
+              p.in_channels = p.groups = p.out_channels = 3;
+              p.in = {1, height, width};
+              p.kernel = {1, kernel, kernel};
+              p.stride = {1, stride, stride};
+              p.pad = {0, left, left};
+              const int64_t oh = (height + left + right - kernel) / stride + 1;
+              const int64_t ow = (width + left + right - kernel) / stride + 1;
+              p.out = {1, oh, ow};
+              // ConvF32Params pads both ends alike; the end padding only sets the output size.
+              ASSERT_TRUE(cpu::ConvF32DepthwiseAvx512Fits(p));
+              ASSERT_GT(p.out_size(), 64) << "a plane the channel-blocked path would take";
+              std::vector<float> x(p.in_channels * p.in_size()), w(3 * p.kernel_size()), b(3);
+              for (float& v : x) v = uni(rng);
+              for (float& v : w) v = uni(rng);
+              for (float& v : b) v = uni(rng);
+              for (const cpu::ActivationF32& act :
+                   {cpu::ActivationF32{}, cpu::ActivationF32{0.0f, 6.0f}}) {
+                p.activation = act;
+                const Tensor want = FmaChainConv(p, x.data(), w.data(), b.data(), {1, 3, oh, ow});
+                for (int threads : {1, 3}) {
+                  p.num_threads = threads;
+                  Tensor got(DType::kFloat32, {1, 3, oh, ow});
+                  cpu::ConvF32DepthwiseAvx512(p, x.data(), w.data(), b.data(), got.data<float>());
+                  ASSERT_EQ(CompareTensors(got, want, 0, 0), "")
+                      << "stride " << stride << " kernel " << kernel << " pads " << left << ","
+                      << right << " width " << width << " height " << height << " threads "
+                      << threads;
+                  ++cases;
+                }
               }
             }
           }
@@ -344,7 +348,7 @@ TEST(NnConvTest, DepthwiseAvx512StrideTwoKeepsTheFmaChainsBits) {
       }
     }
   }
-  EXPECT_EQ(cases, 2 * 3 * 3 * 6 * 2 * 2 * 2);
+  EXPECT_EQ(cases, 2 * 2 * 3 * 3 * 6 * 2 * 2 * 2);
 }
 
 // An empty convolution (no images, or no output channels) gives an empty result on every
