@@ -297,8 +297,9 @@ TEST(NnConvTest, DepthwiseAvx2KeepsTheDirectPathsBits) {
 // 2: the even and odd columns of each row segment, a lane moved in from beside it where a tap
 // reaches past it; stride 1: the segment moved by valignd with its neighbours) against the
 // std::fma chain, bit for bit: planes too large for the channel-blocked path, every left padding
-// they take and ones past it (which go elsewhere), right paddings 0-2, widths that end on,
-// before and after a segment's input columns, an odd and an even height, and 1 and 3 threads.
+// they take and ones past it (which go elsewhere), right paddings 0-2, widths of less than a
+// segment and ones that end on, before and after a segment's input columns, an odd and an even
+// height, and 1 and 3 threads.
 TEST(NnConvTest, DepthwiseAvx512AlignedTapsKeepTheFmaChainsBits) {
   if (!cpu::ConvF32HasAvx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
   std::mt19937 rng(23);
@@ -308,8 +309,8 @@ TEST(NnConvTest, DepthwiseAvx512AlignedTapsKeepTheFmaChainsBits) {
     for (int64_t kernel : {3, 5}) {
       for (int64_t left = 0; left <= 2; ++left) {
         for (int64_t right = 0; right <= 2; ++right) {
-          for (int64_t width : {31, 32, 33, 64, 70, 97}) {
-            for (int64_t height : {17, 20}) {
+          for (int64_t width : {9, 31, 32, 33, 64, 70, 97}) {
+            for (int64_t height : {47, 50}) {
               cpu::ConvF32Params p;
               p.batch = 1;
               p.in_channels = p.groups = p.out_channels = 3;
@@ -348,7 +349,7 @@ TEST(NnConvTest, DepthwiseAvx512AlignedTapsKeepTheFmaChainsBits) {
       }
     }
   }
-  EXPECT_EQ(cases, 2 * 2 * 3 * 3 * 6 * 2 * 2 * 2);
+  EXPECT_EQ(cases, 2 * 2 * 3 * 3 * 7 * 2 * 2 * 2);
 }
 
 // An empty convolution (no images, or no output channels) gives an empty result on every
