@@ -48,6 +48,14 @@ void PackTransposedAvx512(const ConvF32Params& p, const float* w, float* packed)
 void ConvF32PointwiseTransposedAvx512(const ConvF32Params& p, const float* x, const float* packed,
                                       const float* bias, float* y);
 
+/// Whether a depthwise convolution runs the channel-blocked path
+/// (conv_depthwise_blocked_avx512.cc): one output per channel, 2-D, stride 1 or 2, at least 16
+/// channels, a small map.
+bool DepthwiseBlockedFitsAvx512(const ConvF32Params& p);
+/// y = the depthwise convolution on that path, parallel over (image, block of 16 channels).
+void ConvF32DepthwiseBlockedAvx512(const ConvF32Params& p, const float* x, const float* w,
+                                   const float* bias, float* y);
+
 /// Whether a convolution runs the Winograd F(2x2, 3x3) path (conv_winograd_avx512.cc): allowed
 /// (ConvF32Params::winograd), 3x3, stride and dilation 1, one group, 8+ channels in and out.
 /// Shape-only, as the packing depends on it.
